@@ -1,0 +1,17 @@
+"""Library errors. Every error raised on bad input subclasses :class:`RecevalError`."""
+
+from __future__ import annotations
+
+__all__ = ["InputError", "MetricError", "RecevalError"]
+
+
+class RecevalError(ValueError):
+    """Base class of every error receval raises on bad input or bad options."""
+
+
+class MetricError(RecevalError):
+    """An unknown metric name, or a metric parameter out of its domain."""
+
+
+class InputError(RecevalError):
+    """Truth, recommendations or an option do not have the expected shape or values."""

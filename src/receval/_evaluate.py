@@ -1,0 +1,402 @@
+"""``evaluate``: top-K ranking metrics of recommendations against truth."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable
+from typing import Any, Literal, get_args
+
+import numba
+import numpy as np
+import polars as pl
+
+from . import _kernels as K
+from ._errors import InputError
+from ._io import read_table
+from ._layout import (
+    Grouped,
+    check_frame,
+    exact_item_keys,
+    group_by_user,
+    item_keys,
+    show_rows,
+    trec_tie_keys,
+    unify_ids,
+)
+from ._registry import Metric, ParamValue, parse_metrics
+from ._result import Counts, Result
+
+__all__ = ["NoRecsPolicy", "TiesPolicy", "evaluate"]
+
+TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
+NoRecsPolicy = Literal["zero", "skip", "raise"]
+
+_POLICY = {
+    "expected": K.POLICY_EXPECTED,
+    "first": K.POLICY_FIRST,
+    "trec": K.POLICY_TREC,
+    "optimistic": K.POLICY_OPTIMISTIC,
+    "pessimistic": K.POLICY_PESSIMISTIC,
+}
+_OPS = {
+    "precision": K.OP_PRECISION,
+    "recall": K.OP_RECALL,
+    "f1": K.OP_FBETA,
+    "fbeta": K.OP_FBETA,
+    "hit_rate": K.OP_HIT_RATE,
+    "mrr": K.OP_MRR,
+    "arhr": K.OP_ARHR,
+    "map": K.OP_AP,
+    "cg": K.OP_CG,
+    "dcg": K.OP_DCG,
+    "ndcg": K.OP_NDCG,
+    "r_precision": K.OP_R_PRECISION,
+}
+_USERS_PER_CHUNK = 256
+
+
+def evaluate(
+    truth: Any,
+    recs: Any,
+    metrics: str | Metric | Iterable[str | Metric],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str = "relevance",
+    ties: TiesPolicy = "expected",
+    relevance_threshold: float = 1,
+    no_recs: NoRecsPolicy = "zero",
+) -> Result:
+    """Evaluate ranked recommendations against truth with top-K ranking metrics.
+
+    Parameters
+    ----------
+    truth:
+        What users really did: rows ``(user, item[, relevance])``. A Polars or pandas
+        DataFrame, a PyArrow Table, a path to a Parquet/CSV/TSV file or a TREC qrels file, or a
+        dict ``{user: {item: relevance}}``. Without a relevance column every row has relevance 1.
+    recs:
+        The model's output: rows ``(user, item, score)`` (higher is better) or
+        ``(user, item, rank)`` with ``rank_col`` (1 is best); same sources as ``truth`` (a TREC
+        run file, or ``{user: {item: score}}``).
+    metrics:
+        Metric strings such as ``"ndcg@10"``, ``"map(denominator=min)@100"``,
+        ``"recall(rel=2)@20"``; see :func:`receval.list_metrics`.
+    user_col, item_col, score_col, rank_col, relevance_col:
+        Column names. ``rank_col`` replaces ``score_col`` when given.
+    ties:
+        How equal scores (or repeated ranks) are ordered: ``"expected"`` (the expected value
+        over all orders of each tie group, in closed form), ``"first"`` (input row order),
+        ``"trec"`` (item id descending, compared as strings, exactly as trec_eval),
+        ``"optimistic"`` / ``"pessimistic"`` (relevant items first / last).
+    relevance_threshold:
+        An item is relevant when its relevance is >= this (> 0; trec_eval ``-l``). A metric's
+        own ``rel=`` parameter overrides it for that metric.
+    no_recs:
+        Evaluated users with no recommendations score 0 (``"zero"``, trec_eval ``-c``), are
+        left out (``"skip"``) or raise an error (``"raise"``).
+
+    Returns
+    -------
+    Result
+        ``result[name]`` -> mean, ``result.per_user``, ``result.counts``.
+
+    Examples
+    --------
+    >>> import receval
+    >>> truth = {"u1": {"a": 1, "b": 1}, "u2": {"c": 2}}
+    >>> recs = {"u1": {"a": 0.9, "x": 0.8, "b": 0.1}, "u2": {"x": 0.5, "c": 0.5}}
+    >>> res = receval.evaluate(truth, recs, ["mrr", "precision@2"], ties="first")
+    >>> res["mrr"], res["precision@2"]
+    (0.75, 0.5)
+
+    With ``ties="expected"``, u2's tie between ``x`` and ``c`` counts as either order:
+
+    >>> receval.evaluate(truth, recs, "mrr")["mrr"]
+    0.875
+    """
+    plan = parse_metrics(metrics)
+    if ties not in _POLICY:
+        msg = f"ties must be one of {', '.join(get_args(TiesPolicy))}; got {ties!r}."
+        raise InputError(msg)
+    if no_recs not in get_args(NoRecsPolicy):
+        msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
+        raise InputError(msg)
+    if (
+        isinstance(relevance_threshold, bool)
+        or not isinstance(relevance_threshold, int | float)
+        or not math.isfinite(relevance_threshold)
+        or relevance_threshold <= 0
+    ):
+        msg = f"relevance_threshold must be a finite number > 0; got {relevance_threshold!r}."
+        raise InputError(msg)
+    order_col = rank_col if rank_col is not None else score_col
+
+    t_raw = read_table(truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col)
+    r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
+    if relevance_col not in t_raw.columns and t_raw.height:
+        t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
+    ids = [user_col, item_col]
+    t_frame = check_frame(
+        t_raw, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
+        fix="pass relevance_col= to name it (without it every row has relevance 1).",
+    )  # fmt: skip
+    r_frame = check_frame(
+        r_raw, "recs", id_cols=ids, value_col=order_col,
+        value_name="rank" if rank_col is not None else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
+    )  # fmt: skip
+    t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
+    t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
+
+    t_grp = group_by_user(t_frame, user_col)
+    r_grp = group_by_user(r_frame, user_col)
+    u2r = _match_users(t_grp.keys, r_grp.keys)
+
+    return _run(
+        plan, t_grp, r_grp, u2r,
+        user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
+        by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
+        no_recs=no_recs,
+    )  # fmt: skip
+
+
+def _match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
+    """For each truth user, the index of its recs group, or -1."""
+    left = pl.DataFrame({"k": t_keys})
+    right = pl.DataFrame({"k": r_keys, "g": pl.int_range(r_keys.len(), dtype=pl.Int64, eager=True)})
+    joined = left.join(right, on="k", how="left", maintain_order="left")
+    return np.ascontiguousarray(joined["g"].fill_null(-1).to_numpy(), dtype=np.int64)
+
+
+def _gain_matrix(metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str) -> tuple[np.ndarray, list[int]]:
+    """One row of per-truth-row gains for each distinct gain among the metrics."""
+    variants: list[ParamValue] = []
+    index: list[int] = []
+    for m in metrics:
+        if _OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG):
+            gain = m.get("gain")
+            if gain not in variants:
+                variants.append(gain)
+            index.append(variants.index(gain))
+        else:
+            index.append(0)
+    rows = []
+    clipped = np.maximum(rel, 0.0)
+    for gain in variants:
+        if gain == "linear":
+            rows.append(clipped)
+        elif gain == "exp":
+            rows.append(np.exp2(clipped) - 1.0)
+        else:
+            assert isinstance(gain, tuple)
+            keys = np.array([k for k, _ in gain], dtype=np.float64)
+            vals = np.array([v for _, v in gain], dtype=np.float64)
+            pos = np.clip(np.searchsorted(keys, rel), 0, len(keys) - 1)
+            found = keys[pos] == rel
+            missing = ~found & (rel > 0)
+            if missing.any():
+                absent = np.unique(rel[missing])[:5].tolist()
+                msg = (
+                    f"the gain map {dict(gain)} has no gain for relevance value(s) {absent} "
+                    f"found in truth column {relevance_col!r}; map every positive relevance "
+                    "(relevance <= 0 gains 0 unless mapped)."
+                )
+                raise InputError(msg)
+            rows.append(np.where(found, vals[pos], 0.0))
+    if not rows:
+        return np.zeros((0, rel.shape[0]), dtype=np.float64), index
+    return np.ascontiguousarray(np.vstack(rows)), index
+
+
+def _run(
+    plan: tuple[Metric, ...],
+    t_grp: Grouped,
+    r_grp: Grouped,
+    u2r: np.ndarray,
+    *,
+    user_col: str,
+    item_col: str,
+    relevance_col: str,
+    order_col: str,
+    by_rank: bool,
+    ties: TiesPolicy,
+    threshold: float,
+    no_recs: NoRecsPolicy,
+) -> Result:
+    t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
+    r_score = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
+    if by_rank:
+        r_score = -r_score
+    t_items = t_grp.frame[item_col]
+    r_items = r_grp.frame[item_col]
+    hashed = t_items.dtype == pl.String
+    t_item = item_keys(t_items)
+    r_item = item_keys(r_items)
+    r_tie = trec_tie_keys(r_items) if ties == "trec" else np.zeros(0, dtype=np.int64)
+
+    thresholds = [threshold]
+    thr_idx = []
+    for m in plan:
+        rel = m.get("rel")
+        value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
+        if value not in thresholds:
+            thresholds.append(value)
+        thr_idx.append(thresholds.index(value))
+    t_gain, gain_idx = _gain_matrix(plan, t_rel, relevance_col)
+    ops = np.array(
+        [K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name] for m in plan],
+        dtype=np.int64,
+    )
+    fpar = np.array([_fpar(m) for m in plan], dtype=np.float64)
+    ks = np.array([m.k or 0 for m in plan], dtype=np.int64)
+
+    longest = max(int(np.diff(t_grp.offsets).max()), int(np.diff(r_grp.offsets).max()))
+    log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
+    n_users = t_grp.n_users
+    n_chunks = max(1, min(n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
+    args = (
+        t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
+        np.array(thresholds, dtype=np.float64), ops, ks, np.array(thr_idx, dtype=np.int64),
+        np.array(gain_idx, dtype=np.int64), fpar, _POLICY[ties], log2p,
+    )  # fmt: skip
+    out, nrel, status, t_match = K._rank_users(*args, n_chunks)
+
+    exact = False
+    if status.any():
+        exact = _check_duplicates(status, t_grp, r_grp, u2r, user_col, item_col, hashed)
+    elif hashed:
+        exact = not _matches_verified(t_items, r_items, t_match)
+    if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
+        t_item, r_item = exact_item_keys(t_items, r_items)
+        args = (*args[:1], t_item, *args[2:5], r_item, *args[6:])
+        out, nrel, status, t_match = K._rank_users(*args, n_chunks)
+        if status.any():
+            _check_duplicates(status, t_grp, r_grp, u2r, user_col, item_col, False)
+
+    return _assemble(plan, out, nrel, thr_idx, ops, t_grp, r_grp, u2r, user_col, no_recs,
+                     {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs})  # fmt: skip
+
+
+def _fpar(m: Metric) -> float:
+    if m.name == "fbeta":
+        return float(m.get("beta"))  # type: ignore[arg-type]
+    if m.name == "f1":
+        return 1.0
+    if m.name == "map":
+        return 1.0 if m.get("denominator") == "min" else 0.0
+    return 0.0
+
+
+def _matches_verified(t_items: pl.Series, r_items: pl.Series, t_match: np.ndarray) -> bool:
+    """True when every hash-key match joins equal item strings."""
+    rows = np.flatnonzero(t_match >= 0)
+    if rows.size == 0:
+        return True
+    left = t_items.gather(rows)
+    right = r_items.gather(t_match[rows])
+    return bool((left == right).all())
+
+
+def _check_duplicates(
+    status: np.ndarray,
+    t_grp: Grouped,
+    r_grp: Grouped,
+    u2r: np.ndarray,
+    user_col: str,
+    item_col: str,
+    hashed: bool,
+) -> bool:
+    """Raise on real duplicates; return True when hash keys collided instead."""
+    for code, role, grp in ((K.STATUS_DUP_TRUTH, "truth", t_grp), (K.STATUS_DUP_RECS, "recs", r_grp)):
+        users = np.flatnonzero(status == code)
+        if users.size == 0:
+            continue
+        if role == "recs":
+            users = u2r[users]
+        keys = grp.keys.gather(users)
+        frame = grp.frame
+        cols = [user_col, item_col]
+        mask = pl.col(user_col).is_in(keys.implode()) & pl.struct(cols).is_duplicated()
+        found = frame.filter(pl.col(user_col).is_in(keys.implode())).select(
+            pl.struct(cols).is_duplicated().sum()
+        ).item()
+        if found == 0 and hashed:
+            continue
+        total = frame.select(pl.struct(cols).is_duplicated().sum()).item()
+        msg = (
+            f"{role} has {total} duplicate (user, item) row(s); expected each item at most once "
+            f"per user. First offending rows:\n{show_rows(frame, mask, frame.columns)}"
+        )
+        raise InputError(msg)
+    return True
+
+
+def _assemble(
+    plan: tuple[Metric, ...],
+    out: np.ndarray,
+    nrel: np.ndarray,
+    thr_idx: list[int],
+    ops: np.ndarray,
+    t_grp: Grouped,
+    r_grp: Grouped,
+    u2r: np.ndarray,
+    user_col: str,
+    no_recs: NoRecsPolicy,
+    settings: dict[str, Any],
+) -> Result:
+    has_recs = u2r >= 0
+    evaluated = nrel[:, 0] >= 1
+    counts = Counts(
+        evaluated=int(evaluated.sum()),
+        no_recs=int((evaluated & ~has_recs).sum()),
+        no_relevant=int((~evaluated).sum()),
+        recs_not_in_truth=int(r_grp.n_users - has_recs.sum()),
+    )
+    if counts.evaluated == 0:
+        msg = (
+            f"truth has no user with a relevant item (relevance >= {settings['relevance_threshold']}"
+            f"); nothing to evaluate. Check relevance_col and relevance_threshold."
+        )
+        raise InputError(msg)
+    in_any = (nrel[:, thr_idx] >= 1).any(axis=1)
+    if no_recs == "raise" and (in_any & ~has_recs).any():
+        missing = t_grp.keys.filter(pl.Series(in_any & ~has_recs))
+        msg = (
+            f"{missing.len()} evaluated user(s) have no recommendations (no_recs='raise'), "
+            f"e.g. {missing.head(5).to_list()}; use no_recs='zero' to score them 0 or 'skip'."
+        )
+        raise InputError(msg)
+
+    columns: dict[str, np.ndarray] = {}
+    means: dict[str, float] = {}
+    keep = in_any if no_recs != "skip" else in_any & has_recs
+    for j, m in enumerate(plan):
+        den = nrel[:, thr_idx[j]]
+        values = out[:, j].copy()
+        counted = den >= 1
+        if no_recs == "skip":
+            counted &= has_recs
+            values[~has_recs] = np.nan
+        if ops[j] == K.OP_HITS:
+            total = den[counted].sum()
+            means[m.canonical] = float(values[counted].sum() / total) if total else math.nan
+            values = values / np.where(den > 0, den, 1.0)
+        else:
+            means[m.canonical] = float(values[counted].mean()) if counted.any() else math.nan
+        if not counted.any():
+            warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
+        columns[m.canonical] = values
+
+    rows = np.flatnonzero(keep)
+    users = t_grp.keys.gather(rows)
+    order = users.arg_sort().to_numpy()
+    rows = rows[order]
+    per_user = pl.DataFrame(
+        [users.gather(order).alias(user_col)]
+        + [pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True) for name, col in columns.items()]
+    )
+    return Result(plan, means, per_user, counts, settings)

@@ -1,0 +1,207 @@
+"""Reading truth and recommendations from every supported source into a Polars DataFrame.
+
+Sources: Polars DataFrame or LazyFrame, pandas DataFrame, PyArrow Table or RecordBatch, a
+path to a Parquet, CSV, TSV or TREC file, and nested dicts ``{user: {item: value}}``.
+Nothing here modifies the caller's object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from ._errors import InputError
+
+__all__ = ["read_table", "read_trec_qrels", "read_trec_run"]
+
+Role = Literal["truth", "recs"]
+_TREC_SUFFIXES = {".qrels", ".run", ".trec"}
+
+
+def read_trec_qrels(
+    path: str | os.PathLike[str],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    relevance_col: str = "relevance",
+) -> pl.DataFrame:
+    """Read a TREC qrels file (``user iteration item relevance``, whitespace separated).
+
+    Ids are kept as strings, as trec_eval compares them.
+    """
+    frame = _read_whitespace(path, "truth", 4)
+    return pl.DataFrame(
+        {
+            user_col: frame["c0"],
+            item_col: frame["c2"],
+            relevance_col: _number(frame, "c3", path, "relevance"),
+        }
+    )
+
+
+def read_trec_run(
+    path: str | os.PathLike[str],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+) -> pl.DataFrame:
+    """Read a TREC run file (``user Q0 item rank score tag``, whitespace separated).
+
+    The score column orders the list, as trec_eval does (the rank column is ignored).
+    """
+    frame = _read_whitespace(path, "recs", 6)
+    return pl.DataFrame(
+        {
+            user_col: frame["c0"],
+            item_col: frame["c2"],
+            score_col: _number(frame, "c4", path, "score"),
+        }
+    )
+
+
+def read_table(
+    data: Any,
+    role: Role,
+    *,
+    user_col: str,
+    item_col: str,
+    value_col: str,
+) -> pl.DataFrame:
+    """Turn any supported source into a Polars DataFrame (no copy where the source allows).
+
+    ``value_col`` names the column that nested dicts and TREC files fill (relevance for truth,
+    score for recs).
+    """
+    if isinstance(data, pl.DataFrame):
+        return data
+    if isinstance(data, pl.LazyFrame):
+        return data.collect()
+    if isinstance(data, str | os.PathLike):
+        return _read_path(Path(data), role, user_col, item_col, value_col)
+    if isinstance(data, Mapping):
+        return _from_nested(data, role, user_col, item_col, value_col)
+    module = type(data).__module__.split(".")[0]
+    if module == "pandas":
+        return pl.from_pandas(data)
+    if module == "pyarrow":
+        frame = pl.from_arrow(data)
+        if isinstance(frame, pl.DataFrame):
+            return frame
+    msg = (
+        f"{role} must be a Polars/pandas DataFrame, a PyArrow Table, a path to a Parquet, CSV, "
+        f"TSV or TREC file, or a dict {{user: {{item: value}}}}; got {type(data).__name__}."
+    )
+    raise InputError(msg)
+
+
+def _read_path(path: Path, role: Role, user_col: str, item_col: str, value_col: str) -> pl.DataFrame:
+    if not path.is_file():
+        msg = f"{role} file {str(path)!r} does not exist."
+        raise InputError(msg)
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return pl.read_parquet(path)
+    if suffix in (".csv", ".tsv", ".tab") and not _looks_like_trec(path, role):
+        return pl.read_csv(path, separator="\t" if suffix != ".csv" else ",")
+    if suffix in _TREC_SUFFIXES or _looks_like_trec(path, role):
+        if role == "truth":
+            return read_trec_qrels(path, user_col=user_col, item_col=item_col, relevance_col=value_col)
+        return read_trec_run(path, user_col=user_col, item_col=item_col, score_col=value_col)
+    msg = (
+        f"{role} file {str(path)!r}: cannot tell its format from the suffix {suffix!r}; expected "
+        ".parquet, .csv, .tsv, or a TREC qrels/run file (.qrels, .run, .trec or whitespace-"
+        "separated lines of 4 (qrels) or 6 (run) fields)."
+    )
+    raise InputError(msg)
+
+
+def _looks_like_trec(path: Path, role: Role) -> bool:
+    fields = 4 if role == "truth" else 6
+    with path.open("rb") as handle:
+        first = handle.readline().decode("utf-8", "replace").split()
+    if len(first) != fields:
+        return False
+    return role == "truth" or first[1].upper() == "Q0" or _is_number(first[4])
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _read_whitespace(path: str | os.PathLike[str], role: Role, fields: int) -> pl.DataFrame:
+    lines = pl.read_csv(
+        path,
+        has_header=False,
+        separator="\n",
+        new_columns=["line"],
+        schema_overrides={"line": pl.String},
+        quote_char=None,
+    )
+    parts = lines.select(
+        pl.col("line").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ").alias("p")
+    )
+    width = parts.select(pl.col("p").list.len().alias("n")).with_row_index("row")
+    bad = width.filter(pl.col("n") != fields)
+    if bad.height:
+        kind = (
+            "qrels (user iteration item relevance)"
+            if fields == 4
+            else "run (user Q0 item rank score tag)"
+        )
+        rows = ", ".join(str(r + 1) for r in bad["row"].head(5).to_list())
+        msg = (
+            f"{role} file {str(path)!r} is not a TREC {kind} file: expected {fields} "
+            f"whitespace-separated fields on every line; {bad.height} line(s) differ "
+            f"(lines {rows})."
+        )
+        raise InputError(msg)
+    names = [f"c{i}" for i in range(fields)]
+    return parts.select(pl.col("p").list.to_struct(fields=names)).unnest("p")
+
+
+def _number(frame: pl.DataFrame, column: str, path: str | os.PathLike[str], what: str) -> pl.Series:
+    values = frame[column].cast(pl.Float64, strict=False)
+    if values.null_count():
+        bad = frame.filter(values.is_null())[column].head(3).to_list()
+        msg = (
+            f"TREC file {str(path)!r}: the {what} field must be a number; "
+            f"{values.null_count()} line(s) are not, e.g. {bad}."
+        )
+        raise InputError(msg)
+    return values
+
+
+def _from_nested(
+    data: Mapping[Any, Any], role: Role, user_col: str, item_col: str, value_col: str
+) -> pl.DataFrame:
+    users: list[Any] = []
+    items: list[Any] = []
+    values: list[Any] = []
+    for user, inner in data.items():
+        if not isinstance(inner, Mapping):
+            msg = (
+                f"{role} as a dict must map each user to a dict {{item: value}}; user {user!r} "
+                f"maps to {type(inner).__name__}."
+            )
+            raise InputError(msg)
+        users.extend([user] * len(inner))
+        items.extend(inner.keys())
+        values.extend(inner.values())
+    try:
+        return pl.DataFrame(
+            {user_col: users, item_col: items, value_col: values},
+            schema_overrides={value_col: pl.Float64},
+            strict=False,
+        )
+    except (TypeError, pl.exceptions.PolarsError) as exc:
+        msg = f"{role} as a dict: ids must be all integers or all strings, values numbers ({exc})."
+        raise InputError(msg) from None

@@ -1,0 +1,325 @@
+"""Numba kernels for the per-user work of the top-K ranking metrics.
+
+Layering (STYLE.md 5): :func:`_score_user` evaluates one user, :func:`_rank_users` is the
+``prange`` driver over chunks of users, and :func:`rank_metrics` is the documented Python
+wrapper. Everything accumulates in float64.
+
+The kernel sees the canonical layout built by :mod:`receval._layout`:
+
+* truth: rows grouped by user, ``t_off`` (offsets), ``t_item`` (int64 item keys), ``t_rel``
+  (relevance) and ``t_gain`` (one row of gains per gain variant);
+* recs: rows grouped by user in input order, ``r_off``, ``r_item``, ``r_score`` (higher is
+  better) and ``r_tie`` (the ``trec`` tiebreak key, higher first; empty unless needed);
+* ``u2r``: for each truth user, its recs group or -1.
+
+Ties. The user's list is ordered by score (stable). Under ``expected`` every run of equal
+scores is a tie group; under the other policies the group is ordered by its tiebreak and every
+position becomes a group of one. Each metric is then a sum over groups using the closed forms of
+McSherry & Najork (2008) given in METRICS.md; with groups of one they reduce to the plain
+definitions, computed with the same operations as trec_eval.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+# Operation codes of the metric plan (kept in sync with _evaluate._OPS).
+OP_PRECISION = 0
+OP_RECALL = 1
+OP_HITS = 2  # numerator of micro recall
+OP_FBETA = 3
+OP_HIT_RATE = 4
+OP_MRR = 5
+OP_ARHR = 6
+OP_AP = 7
+OP_CG = 8
+OP_DCG = 9
+OP_NDCG = 10
+OP_R_PRECISION = 11
+
+POLICY_EXPECTED = 0
+POLICY_FIRST = 1
+POLICY_TREC = 2
+POLICY_OPTIMISTIC = 3
+POLICY_PESSIMISTIC = 4
+
+STATUS_OK = 0
+STATUS_DUP_TRUTH = 1
+STATUS_DUP_RECS = 2
+
+
+@njit(cache=True, nogil=True)
+def _stable_argsort_desc(keys: np.ndarray) -> np.ndarray:
+    """Stable argsort by descending key (input order among equal keys)."""
+    n = keys.shape[0]
+    ordered = True
+    for p in range(1, n):
+        if keys[p] > keys[p - 1]:
+            ordered = False
+            break
+    if ordered:
+        return np.arange(n)
+    return np.argsort(-keys, kind="mergesort")
+
+
+@njit(cache=True, nogil=True)
+def _score_user(
+    u: int,
+    t_off: np.ndarray,
+    t_item: np.ndarray,
+    t_rel: np.ndarray,
+    t_gain: np.ndarray,
+    r_off: np.ndarray,
+    r_item: np.ndarray,
+    r_score: np.ndarray,
+    r_tie: np.ndarray,
+    u2r: np.ndarray,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    policy: int,
+    log2p: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    t_match: np.ndarray,
+) -> int:
+    ts = t_off[u]
+    te = t_off[u + 1]
+    nt = te - ts
+    # truth of the user sorted by item key, for binary search and the duplicate check
+    torder = np.argsort(t_item[ts:te], kind="mergesort")
+    tkeys = np.empty(nt, dtype=np.int64)
+    for a in range(nt):
+        tkeys[a] = t_item[ts + torder[a]]
+    for a in range(1, nt):
+        if tkeys[a] == tkeys[a - 1]:
+            return STATUS_DUP_TRUTH
+    for c in range(thresholds.shape[0]):
+        cnt = 0
+        for a in range(ts, te):
+            if t_rel[a] >= thresholds[c]:
+                cnt += 1
+        nrel[u, c] = cnt
+
+    g = u2r[u]
+    n = 0
+    rs = 0
+    if g >= 0:
+        rs = r_off[g]
+        n = r_off[g + 1] - rs
+
+    # order the list, match it against truth
+    order = _stable_argsort_desc(r_score[rs : rs + n])
+    if n > 1:
+        sitems = np.sort(r_item[rs : rs + n])
+        for p in range(1, n):
+            if sitems[p] == sitems[p - 1]:
+                return STATUS_DUP_RECS
+    prow = np.empty(n, dtype=np.int64)  # truth row of each position, -1 if none
+    prel = np.zeros(n, dtype=np.float64)
+    for p in range(n):
+        row = rs + order[p]
+        key = r_item[row]
+        lo = 0
+        hi = nt
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if tkeys[mid] < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < nt and tkeys[lo] == key:
+            trow = ts + torder[lo]
+            prow[p] = trow
+            prel[p] = t_rel[trow]
+            t_match[trow] = row
+        else:
+            prow[p] = -1
+
+    # tie groups: runs of equal scores, in list order
+    gstart = np.empty(n + 1, dtype=np.int64)
+    ng = 0
+    p = 0
+    while p < n:
+        q = p + 1
+        s0 = r_score[rs + order[p]]
+        while q < n and r_score[rs + order[q]] == s0:
+            q += 1
+        if policy == POLICY_EXPECTED or q - p == 1:
+            gstart[ng] = p
+            ng += 1
+        else:
+            if policy != POLICY_FIRST:
+                m = q - p
+                sub = np.empty(m, dtype=np.float64)
+                for a in range(m):
+                    if policy == POLICY_TREC:
+                        sub[a] = float(r_tie[rs + order[p + a]])
+                    elif policy == POLICY_OPTIMISTIC:
+                        sub[a] = prel[p + a]
+                    else:
+                        sub[a] = -prel[p + a]
+                perm = np.argsort(-sub, kind="mergesort")
+                o2 = order[p:q].copy()
+                r2 = prow[p:q].copy()
+                l2 = prel[p:q].copy()
+                for a in range(m):
+                    order[p + a] = o2[perm[a]]
+                    prow[p + a] = r2[perm[a]]
+                    prel[p + a] = l2[perm[a]]
+            for a in range(p, q):
+                gstart[ng] = a
+                ng += 1
+        p = q
+    gstart[ng] = n
+
+    for mi in range(ops.shape[0]):
+        op = ops[mi]
+        c = thr_idx[mi]
+        thr = thresholds[c]
+        nr = nrel[u, c]
+        if nr == 0:
+            out[u, mi] = np.nan
+            continue
+        if n == 0:
+            out[u, mi] = 0.0
+            continue
+        kk = ks[mi]
+        if op == OP_R_PRECISION:
+            kk = int(nr)
+        elif kk == 0:
+            kk = n
+        kc = min(kk, n)
+        gv = gain_idx[mi]
+
+        hits = 0.0
+        acc = 0.0
+        h = 0.0
+        for gi in range(ng):
+            s = gstart[gi]
+            if s >= kc:
+                break
+            e = gstart[gi + 1]
+            m = e - s
+            j = min(e, kc) - s
+            if op == OP_CG or op == OP_DCG or op == OP_NDCG:
+                gsum = 0.0
+                for a in range(s, e):
+                    if prow[a] >= 0:
+                        gsum += t_gain[gv, prow[a]]
+                if gsum != 0.0:
+                    gm = gsum / m
+                    if op == OP_CG:
+                        acc += gm * j
+                    else:
+                        for a in range(s, s + j):
+                            acc += gm / log2p[a]
+                continue
+            r = 0
+            for a in range(s, e):
+                if prel[a] >= thr:
+                    r += 1
+            if r == 0:
+                continue
+            if op == OP_HIT_RATE:
+                miss = 1.0
+                for a in range(j):
+                    miss *= (m - r - a) / (m - a)
+                acc = 1.0 - miss
+                break
+            if op == OP_MRR:
+                prob = r / m
+                top = min(m - r + 1, j)
+                for x in range(1, top + 1):
+                    acc += prob / (s + x)
+                    if x < top:
+                        prob *= (m - x - r + 1) / (m - x)
+                break
+            if op == OP_ARHR:
+                rm = r / m
+                for a in range(s, s + j):
+                    acc += rm / (a + 1)
+            elif op == OP_AP:
+                base = (r / m) * (h + 1.0)
+                pair = 0.0
+                if m > 1:
+                    pair = (r * (r - 1.0)) / (m * (m - 1.0))
+                for t in range(1, j + 1):
+                    acc += (base + (t - 1) * pair) / (s + t)
+                h += r
+            else:
+                hits += (r / m) * j
+
+        if op == OP_PRECISION or op == OP_R_PRECISION:
+            out[u, mi] = hits / kk
+        elif op == OP_RECALL:
+            out[u, mi] = hits / nr
+        elif op == OP_HITS:
+            out[u, mi] = hits
+        elif op == OP_FBETA:
+            b2 = fpar[mi] * fpar[mi]
+            out[u, mi] = (1.0 + b2) * hits / (b2 * nr + kk)
+        elif op == OP_AP:
+            den = nr
+            if fpar[mi] > 0.0:
+                den = min(kk, nr)
+            out[u, mi] = acc / den
+        elif op == OP_NDCG:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                ideal = np.empty(nt, dtype=np.float64)
+                for a in range(nt):
+                    ideal[a] = t_gain[gv, ts + a]
+                ideal = np.sort(ideal)[::-1]
+                idcg = 0.0
+                icut = nt if ks[mi] == 0 else min(ks[mi], nt)
+                for a in range(icut):
+                    if ideal[a] > 0.0:
+                        idcg += ideal[a] / log2p[a]
+                out[u, mi] = acc / idcg
+        else:
+            out[u, mi] = acc
+    return STATUS_OK
+
+
+@njit(cache=True, parallel=True)
+def _rank_users(
+    t_off: np.ndarray,
+    t_item: np.ndarray,
+    t_rel: np.ndarray,
+    t_gain: np.ndarray,
+    r_off: np.ndarray,
+    r_item: np.ndarray,
+    r_score: np.ndarray,
+    r_tie: np.ndarray,
+    u2r: np.ndarray,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    policy: int,
+    log2p: np.ndarray,
+    n_chunks: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    n_users = t_off.shape[0] - 1
+    out = np.empty((n_users, ops.shape[0]), dtype=np.float64)
+    nrel = np.zeros((n_users, thresholds.shape[0]), dtype=np.float64)
+    status = np.zeros(n_users, dtype=np.int8)
+    t_match = np.full(t_item.shape[0], -1, dtype=np.int64)
+    step = (n_users + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        lo = ch * step
+        hi = min(lo + step, n_users)
+        for u in range(lo, hi):
+            status[u] = _score_user(
+                u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
+                thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
+            )  # fmt: skip
+    return out, nrel, status, t_match

@@ -1,0 +1,129 @@
+"""The result of an evaluation: means, per-user values, counts and settings."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from ._registry import Metric, parse_metric
+
+__all__ = ["Counts", "Result"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many users the evaluation saw, by kind (METRICS.md, "Which users are averaged").
+
+    Attributes
+    ----------
+    evaluated:
+        Users in truth with at least one relevant item (relevance >= the threshold).
+    no_recs:
+        Evaluated users with no recommendations (scored 0, left out or an error, by policy).
+    no_relevant:
+        Users in truth with no relevant item: left out of every mean.
+    recs_not_in_truth:
+        Users with recommendations who are not in truth: left out of accuracy metrics.
+    """
+
+    evaluated: int
+    no_recs: int
+    no_relevant: int
+    recs_not_in_truth: int
+
+    def to_dict(self) -> dict[str, int]:
+        """The counts as a plain dict."""
+        return asdict(self)
+
+
+class Result(Mapping[str, float]):
+    """Means and per-user values of the requested metrics.
+
+    ``result[name]`` accepts any spelling of a metric the grammar accepts
+    (``result["NDCG @ 10"]``, ``result["ap@100"]`` for ``map@100``) and returns a Python
+    float. The result is a read-only mapping from canonical metric names to means.
+    """
+
+    def __init__(
+        self,
+        metrics: tuple[Metric, ...],
+        means: dict[str, float],
+        per_user: pl.DataFrame,
+        counts: Counts,
+        settings: dict[str, Any],
+    ) -> None:
+        self._metrics = metrics
+        self._means = means
+        self._per_user = per_user
+        self._counts = counts
+        self._settings = settings
+
+    def __getitem__(self, name: str) -> float:
+        try:
+            key = parse_metric(name).canonical
+        except ValueError:
+            raise KeyError(name) from None
+        if key not in self._means:
+            msg = f"{name!r} ({key}) was not evaluated; evaluated: {', '.join(self._means)}"
+            raise KeyError(msg)
+        return self._means[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._means)
+
+    def __len__(self) -> int:
+        return len(self._means)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Canonical names of the evaluated metrics, in request order."""
+        return tuple(m.canonical for m in self._metrics)
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Canonical name -> mean over the users evaluated by that metric."""
+        return dict(self._means)
+
+    @property
+    def per_user(self) -> pl.DataFrame:
+        """The user column, then one Float64 column per metric (null: user not evaluated)."""
+        return self._per_user
+
+    @property
+    def counts(self) -> Counts:
+        """Users evaluated, without recs, without relevant items, and recs users not in truth."""
+        return self._counts
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The options the evaluation ran with."""
+        return dict(self._settings)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"metrics": {...}, "counts": {...}, "settings": {...}}``."""
+        return {
+            "metrics": dict(self._means),
+            "counts": self._counts.to_dict(),
+            "settings": dict(self._settings),
+        }
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The :meth:`to_dict` document as JSON (NaN is written as null)."""
+        doc = self.to_dict()
+        doc["metrics"] = {k: (None if math.isnan(v) else v) for k, v in doc["metrics"].items()}
+        return json.dumps(doc, indent=indent)
+
+    def __repr__(self) -> str:
+        width = max(len(k) for k in self._means)
+        lines = [f"  {k:<{width}}  {v:.6f}" for k, v in self._means.items()]
+        c = self._counts
+        lines.append(
+            f"  users: {c.evaluated} evaluated, {c.no_recs} without recs, "
+            f"{c.no_relevant} without relevant items, {c.recs_not_in_truth} recs users not in truth"
+        )
+        return "Result(\n" + "\n".join(lines) + "\n)"

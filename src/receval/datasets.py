@@ -1,0 +1,396 @@
+"""Seeded generator of realistic recommender interaction data, for tests and benchmarks.
+
+:func:`make_interactions` returns a truth frame and a recommendations frame with the
+traits that real evaluation data has and that toy data lacks: power-law item popularity,
+heavy-tailed user activity, graded relevance skewed to low grades, score ties, users
+without recommendations, short lists, recommendation users unknown to truth and users
+with no relevant item. It scales to 10^8 recommendation rows on a laptop.
+
+How the data is made
+--------------------
+Item popularity follows a continuous Zipf law of exponent 1: the popularity rank of a draw
+is ``floor((n_items + 1) ** u) - 1`` with ``u ~ U[0, 1)``, so rank ``r`` (0-based) has
+probability ``log((r + 2) / (r + 1)) / log(n_items + 1)``, close to ``1 / ((r + 1) H)``.
+Ranks map to item ids through a seeded random permutation, so popular items are not the
+small ids.
+
+Truth: user ``u`` has ``max(1, rint(X_u))`` distinct items (at most ``n_items``) with
+``X_u`` lognormal of mean ``mean_relevant`` and ``sigma = 1``, drawn by popularity without
+replacement. Each item gets a latent grade ``g`` in 1..5 with probabilities
+``0.40, 0.25, 0.15, 0.12, 0.08``; ``relevance = g`` (``graded=True``) or ``1``. One percent
+of the truth users (rounded) have relevance 0 on every row.
+
+Recommendations: a "model" puts each truth item of the user in the list with probability
+``1 - exp(-signal * g / 3)`` and fills the rest of the list with other items drawn by
+popularity. Scores are ``signal * g / 2 + N(0, 1)`` for the truth items it chose and
+``N(0, 1)`` for the fill items, rounded to ``score_decimals`` (ties occur at 2 decimals).
+The latent grades do not depend on ``graded``, so ``graded=False`` changes only the
+``relevance`` column. Rows are grouped by user (ascending user id) and shuffled within
+each user, so they are not sorted by score.
+
+Each chunk of users draws from its own random stream, seeded from ``(seed, chunk)``, so the
+output depends only on the arguments, never on the number of threads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import polars as pl
+from numba import njit, prange
+from numpy.typing import NDArray
+
+from ._errors import InputError
+
+__all__ = ["Interactions", "make_interactions"]
+
+_CHUNK = 2048
+"""Users per random stream. Fixed, so the output does not depend on the thread count."""
+
+_GRADE_CDF = np.array([0.40, 0.65, 0.80, 0.92, 1.00])
+"""Cumulative probabilities of latent grades 1..5."""
+
+_ZERO_RELEVANCE_FRACTION = 0.01
+_ACTIVITY_SIGMA = 1.0
+_TRUTH_STREAM = 1
+_RECS_STREAM = 2
+
+
+@dataclass(frozen=True)
+class Interactions:
+    """Truth and recommendations made by :func:`make_interactions`.
+
+    Attributes
+    ----------
+    truth : polars.DataFrame
+        Columns ``user``, ``item`` (Int64, or String with ``ids="str"``) and ``relevance``
+        (Float64). No duplicate ``(user, item)`` pairs.
+    recs : polars.DataFrame
+        Columns ``user``, ``item`` and ``score`` (Float64), grouped by user and in no
+        particular order within a user. No duplicate ``(user, item)`` pairs.
+    """
+
+    truth: pl.DataFrame
+    recs: pl.DataFrame
+
+
+def make_interactions(
+    n_users: int = 1000,
+    *,
+    n_items: int | None = None,
+    n_recs: int = 100,
+    mean_relevant: float = 10.0,
+    graded: bool = True,
+    score_decimals: int | None = 2,
+    short_list_fraction: float = 0.05,
+    missing_recs_fraction: float = 0.02,
+    extra_recs_users_fraction: float = 0.01,
+    signal: float = 1.0,
+    ids: Literal["int", "str"] = "int",
+    seed: int = 0,
+) -> Interactions:
+    """Make seeded, realistic truth and recommendation frames.
+
+    See the module docstring for the model behind the data.
+
+    Parameters
+    ----------
+    n_users : int, default 1000
+        Number of users in truth, ids ``0 .. n_users - 1``.
+    n_items : int or None, default None
+        Catalogue size; default ``max(1000, 10 * n_recs, n_users // 2)``.
+    n_recs : int, default 100
+        Length of a full recommendation list (at most ``n_items`` items).
+    mean_relevant : float, default 10.0
+        Mean of the lognormal number of truth items per user (each user has at least 1).
+    graded : bool, default True
+        Relevance grades 1..5 skewed to low grades; ``False`` gives relevance 1 everywhere
+        (except the users with relevance 0).
+    score_decimals : int or None, default 2
+        Decimals the scores are rounded to, so that ties occur; ``None`` keeps full
+        precision (ties then practically never occur).
+    short_list_fraction : float, default 0.05
+        Fraction of truth users whose list has ``1 .. n_recs - 1`` items (uniform).
+    missing_recs_fraction : float, default 0.02
+        Fraction of truth users with no recommendations at all.
+    extra_recs_users_fraction : float, default 0.01
+        Number of recommendation users absent from truth, as a fraction of ``n_users``;
+        their ids follow the truth users' ids.
+    signal : float, default 1.0
+        Strength of the model: 0 recommends by popularity alone; larger values put more
+        truth items, and more of the highly graded ones, at higher scores.
+    ids : {"int", "str"}, default "int"
+        Int64 ids, or String ids ``"u<n>"`` for users and ``"i<n>"`` for items.
+    seed : int, default 0
+        Seed; the same arguments always give the same frames.
+
+    Returns
+    -------
+    Interactions
+        ``truth`` (user, item, relevance) and ``recs`` (user, item, score).
+
+    Raises
+    ------
+    receval.InputError
+        If an argument is out of its domain, e.g. ``n_users < 1`` or a fraction outside
+        ``[0, 1]``.
+
+    Examples
+    --------
+    >>> from receval.datasets import make_interactions
+    >>> data = make_interactions(200, n_recs=20, seed=1)
+    >>> data.truth.columns, data.recs.columns
+    (['user', 'item', 'relevance'], ['user', 'item', 'score'])
+    >>> data.truth.dtypes
+    [Int64, Int64, Float64]
+    >>> data.recs.height <= (200 + 2) * 20
+    True
+    >>> data.recs.n_unique(["user", "item"]) == data.recs.height
+    True
+
+    The same seed gives the same data; string ids change only the id columns:
+
+    >>> data.recs.equals(make_interactions(200, n_recs=20, seed=1).recs)
+    True
+    >>> make_interactions(3, n_recs=2, ids="str", seed=1).recs["user"].unique().sort().to_list()
+    ['u0', 'u1', 'u2']
+    """
+    if isinstance(n_users, bool) or not isinstance(n_users, int) or n_users < 1:
+        msg = f"n_users must be an integer >= 1; got {n_users!r}."
+        raise InputError(msg)
+    if isinstance(n_recs, bool) or not isinstance(n_recs, int) or n_recs < 1:
+        msg = f"n_recs must be an integer >= 1; got {n_recs!r}."
+        raise InputError(msg)
+    if n_items is None:
+        n_items = max(1000, 10 * n_recs, n_users // 2)
+    if isinstance(n_items, bool) or not isinstance(n_items, int) or n_items < 1:
+        msg = f"n_items must be an integer >= 1 or None; got {n_items!r}."
+        raise InputError(msg)
+    if not (math.isfinite(mean_relevant) and mean_relevant >= 1):
+        msg = f"mean_relevant must be a finite number >= 1; got {mean_relevant!r}."
+        raise InputError(msg)
+    if score_decimals is not None and (
+        isinstance(score_decimals, bool) or not isinstance(score_decimals, int)
+        or score_decimals < 0
+    ):
+        msg = f"score_decimals must be an integer >= 0 or None; got {score_decimals!r}."
+        raise InputError(msg)
+    fractions = {
+        "short_list_fraction": short_list_fraction,
+        "missing_recs_fraction": missing_recs_fraction,
+        "extra_recs_users_fraction": extra_recs_users_fraction,
+    }
+    for name, value in fractions.items():
+        if not 0 <= value <= 1:
+            msg = f"{name} must be in [0, 1]; got {value!r}."
+            raise InputError(msg)
+    if short_list_fraction + missing_recs_fraction > 1:
+        msg = (
+            "short_list_fraction + missing_recs_fraction must be <= 1; got "
+            f"{short_list_fraction!r} + {missing_recs_fraction!r}."
+        )
+        raise InputError(msg)
+    if not (math.isfinite(signal) and signal >= 0):
+        msg = f"signal must be a finite number >= 0; got {signal!r}."
+        raise InputError(msg)
+    if ids not in ("int", "str"):
+        msg = f"ids must be one of 'int', 'str'; got {ids!r}."
+        raise InputError(msg)
+
+    rng = np.random.default_rng(seed)
+    item_of_rank = rng.permutation(n_items).astype(np.int64)
+
+    # Truth users: heavy-tailed activity, a few users with relevance 0 everywhere.
+    mu = math.log(mean_relevant) - _ACTIVITY_SIGMA**2 / 2
+    activity = np.rint(rng.lognormal(mu, _ACTIVITY_SIGMA, n_users))
+    n_truth = np.clip(activity, 1, n_items).astype(np.int64)
+    zero_user = np.zeros(n_users, dtype=np.bool_)
+    zero_user[rng.permutation(n_users)[: round(_ZERO_RELEVANCE_FRACTION * n_users)]] = True
+
+    # Recommendation users: truth users (some absent, some short) then users absent from truth.
+    n_missing = round(missing_recs_fraction * n_users)
+    n_short = round(short_list_fraction * n_users)
+    n_extra = round(extra_recs_users_fraction * n_users)
+    full = min(n_recs, n_items)
+    list_len = np.full(n_users + n_extra, full, dtype=np.int64)
+    order = rng.permutation(n_users)
+    list_len[order[:n_missing]] = 0
+    short = order[n_missing : n_missing + n_short]
+    extra_short = n_users + np.flatnonzero(rng.random(n_extra) < short_list_fraction)
+    short = np.concatenate([short, extra_short])
+    if n_recs > 1:
+        list_len[short] = np.minimum(rng.integers(1, n_recs, short.size), n_items)
+
+    truth_offsets = _offsets(n_truth)
+    truth_user, truth_item, truth_grade = _truth_kernel(
+        truth_offsets,
+        item_of_rank,
+        _GRADE_CDF,
+        _stream_seeds(seed, _TRUTH_STREAM, n_users),
+    )
+    relevance = truth_grade.astype(np.float64) if graded else np.ones(truth_grade.size)
+    relevance[np.repeat(zero_user, n_truth)] = 0.0
+
+    has_recs = np.flatnonzero(list_len > 0)
+    recs_len = list_len[has_recs]
+    recs_offsets = _offsets(recs_len)
+    recs_user, recs_item, recs_score = _recs_kernel(
+        has_recs.astype(np.int64),
+        recs_offsets,
+        truth_offsets,
+        truth_item,
+        truth_grade,
+        item_of_rank,
+        float(signal),
+        -1 if score_decimals is None else score_decimals,
+        _stream_seeds(seed, _RECS_STREAM, has_recs.size),
+    )
+
+    truth = pl.DataFrame(
+        {
+            "user": truth_user,
+            "item": truth_item,
+            "relevance": relevance,
+        }
+    )
+    recs = pl.DataFrame(
+        {
+            "user": recs_user,
+            "item": recs_item,
+            "score": recs_score,
+        }
+    )
+    if ids == "str":
+        as_str = [
+            ("u" + pl.col("user").cast(pl.String)).alias("user"),
+            ("i" + pl.col("item").cast(pl.String)).alias("item"),
+        ]
+        truth = truth.with_columns(as_str)
+        recs = recs.with_columns(as_str)
+    return Interactions(truth=truth, recs=recs)
+
+
+def _offsets(lengths: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Start offsets of consecutive segments, with the total length appended."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def _stream_seeds(seed: int, stream: int, n_users: int) -> NDArray[np.uint32]:
+    """One 32-bit seed per chunk of ``_CHUNK`` users, derived from ``(seed, stream)``."""
+    n_chunks = -(-n_users // _CHUNK)
+    sequence = np.random.SeedSequence([seed, stream])
+    return sequence.generate_state(max(n_chunks, 1), dtype=np.uint32)
+
+
+@njit(cache=True)  # type: ignore[misc]
+def _draw_new(
+    item_of_rank: NDArray[np.int64], stamp: NDArray[np.int32], token: int, size: int
+) -> int:
+    """An item not yet stamped with ``token``, drawn by popularity, then stamped.
+
+    After many misses (a list of ``size`` items holding most of the catalogue) it draws
+    uniformly, which keeps sampling fast.
+    """
+    n_items = item_of_rank.size
+    log_n = math.log(n_items + 1.0)
+    budget = 8 * size + 64
+    attempt = 0
+    while True:
+        if attempt < budget:  # continuous Zipf of exponent 1, see the module docstring
+            rank = min(int(math.exp(np.random.random() * log_n)) - 1, n_items - 1)
+        else:
+            rank = min(int(np.random.random() * n_items), n_items - 1)
+        attempt += 1
+        item = item_of_rank[rank]
+        if stamp[item] != token:
+            stamp[item] = token
+            return item
+
+
+@njit(cache=True, parallel=True)  # type: ignore[misc]
+def _truth_kernel(
+    offsets: NDArray[np.int64],
+    item_of_rank: NDArray[np.int64],
+    grade_cdf: NDArray[np.float64],
+    seeds: NDArray[np.uint32],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int8]]:
+    """Users, distinct popular items and latent grades of the truth rows."""
+    n_users = offsets.size - 1
+    user_col = np.empty(offsets[-1], dtype=np.int64)
+    items = np.empty(offsets[-1], dtype=np.int64)
+    grades = np.empty(offsets[-1], dtype=np.int8)
+    for chunk in prange(seeds.size):
+        np.random.seed(seeds[chunk])
+        stamp = np.zeros(item_of_rank.size, dtype=np.int32)
+        first = chunk * _CHUNK
+        for user in range(first, min(first + _CHUNK, n_users)):
+            token = user - first + 1
+            start = offsets[user]
+            stop = offsets[user + 1]
+            for row in range(start, stop):
+                user_col[row] = user
+                items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
+                u = np.random.random()
+                grade = 1
+                while grade < 5 and u >= grade_cdf[grade - 1]:
+                    grade += 1
+                grades[row] = grade
+    return user_col, items, grades
+
+
+@njit(cache=True, parallel=True)  # type: ignore[misc]
+def _recs_kernel(
+    users: NDArray[np.int64],
+    offsets: NDArray[np.int64],
+    truth_offsets: NDArray[np.int64],
+    truth_item: NDArray[np.int64],
+    truth_grade: NDArray[np.int8],
+    item_of_rank: NDArray[np.int64],
+    signal: float,
+    decimals: int,
+    seeds: NDArray[np.uint32],
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Users, items and scores of shuffled lists of chosen truth items and popular items."""
+    n_truth_users = truth_offsets.size - 1
+    scale = 10.0**decimals if decimals >= 0 else 0.0
+    user_col = np.empty(offsets[-1], dtype=np.int64)
+    items = np.empty(offsets[-1], dtype=np.int64)
+    scores = np.empty(offsets[-1], dtype=np.float64)
+    for chunk in prange(seeds.size):
+        np.random.seed(seeds[chunk])
+        stamp = np.zeros(item_of_rank.size, dtype=np.int32)
+        first = chunk * _CHUNK
+        for k in range(first, min(first + _CHUNK, users.size)):
+            token = k - first + 1
+            start = offsets[k]
+            stop = offsets[k + 1]
+            row = start
+            user = users[k]
+            user_col[start:stop] = user
+            if user < n_truth_users:
+                for t in range(truth_offsets[user], truth_offsets[user + 1]):
+                    if row == stop:
+                        break
+                    grade = truth_grade[t]
+                    if np.random.random() < 1.0 - math.exp(-signal * grade / 3.0):
+                        items[row] = truth_item[t]
+                        stamp[truth_item[t]] = token
+                        scores[row] = signal * grade / 2.0 + np.random.standard_normal()
+                        row += 1
+            while row < stop:
+                items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
+                scores[row] = np.random.standard_normal()
+                row += 1
+            for i in range(stop - 1, start, -1):  # Fisher-Yates shuffle of the user's rows
+                j = start + int(np.random.random() * (i - start + 1))
+                items[i], items[j] = items[j], items[i]
+                scores[i], scores[j] = scores[j], scores[i]
+            if decimals >= 0:
+                for i in range(start, stop):
+                    scores[i] = np.rint(scores[i] * scale) / scale
+    return user_col, items, scores
