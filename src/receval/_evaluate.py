@@ -231,6 +231,7 @@ def _run(
     r_score = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
     if by_rank:
         r_score = -r_score
+    ids = [user_col, item_col]
     t_items = t_grp.frame[item_col]
     r_items = r_grp.frame[item_col]
     hashed = t_items.dtype == pl.String
@@ -265,17 +266,23 @@ def _run(
     )  # fmt: skip
     out, nrel, status, t_match = K._rank_users(*args, n_chunks)
 
+    unmatched = np.ones(r_grp.n_users, dtype=np.bool_)
+    unmatched[u2r[u2r >= 0]] = False
+    others = np.flatnonzero(unmatched)
+    other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
+
     exact = False
-    if status.any():
-        exact = _check_duplicates(status, t_grp, r_grp, u2r, user_col, item_col, hashed)
+    if status.any() or other_dups.any():
+        exact = _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, hashed)
     elif hashed:
         exact = not _matches_verified(t_items, r_items, t_match)
     if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
         t_item, r_item = exact_item_keys(t_items, r_items)
         args = (*args[:1], t_item, *args[2:5], r_item, *args[6:])
         out, nrel, status, t_match = K._rank_users(*args, n_chunks)
-        if status.any():
-            _check_duplicates(status, t_grp, r_grp, u2r, user_col, item_col, False)
+        other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
+        if status.any() or other_dups.any():
+            _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
 
     return _assemble(plan, out, nrel, thr_idx, ops, t_grp, r_grp, u2r, user_col, no_recs,
                      {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs})  # fmt: skip
@@ -303,33 +310,34 @@ def _matches_verified(t_items: pl.Series, r_items: pl.Series, t_match: np.ndarra
 
 def _check_duplicates(
     status: np.ndarray,
+    other_groups: np.ndarray,
     t_grp: Grouped,
     r_grp: Grouped,
     u2r: np.ndarray,
-    user_col: str,
-    item_col: str,
+    ids: list[str],
     hashed: bool,
 ) -> bool:
-    """Raise on real duplicates; return True when hash keys collided instead."""
-    for code, role, grp in ((K.STATUS_DUP_TRUTH, "truth", t_grp), (K.STATUS_DUP_RECS, "recs", r_grp)):
-        users = np.flatnonzero(status == code)
-        if users.size == 0:
+    """Raise on real duplicate (user, item) rows; return True when hash keys collided instead.
+
+    ``status`` flags truth users (and, through them, their recs groups); ``other_groups``
+    are flagged recs groups of users not in truth.
+    """
+    flagged = (
+        ("truth", t_grp, np.flatnonzero(status == K.STATUS_DUP_TRUTH)),
+        ("recs", r_grp, np.concatenate([u2r[status == K.STATUS_DUP_RECS], other_groups])),
+    )
+    for role, grp, groups in flagged:
+        if groups.size == 0:
             continue
-        if role == "recs":
-            users = u2r[users]
-        keys = grp.keys.gather(users)
-        frame = grp.frame
-        cols = [user_col, item_col]
-        mask = pl.col(user_col).is_in(keys.implode()) & pl.struct(cols).is_duplicated()
-        found = frame.filter(pl.col(user_col).is_in(keys.implode())).select(
-            pl.struct(cols).is_duplicated().sum()
-        ).item()
+        users = grp.keys.gather(groups).implode()
+        dup = pl.struct(ids).is_duplicated()
+        found = grp.frame.filter(pl.col(ids[0]).is_in(users)).select(dup.sum()).item()
         if found == 0 and hashed:
             continue
-        total = frame.select(pl.struct(cols).is_duplicated().sum()).item()
+        total = grp.source.select(dup.sum()).item()
         msg = (
             f"{role} has {total} duplicate (user, item) row(s); expected each item at most once "
-            f"per user. First offending rows:\n{show_rows(frame, mask, frame.columns)}"
+            f"per user. First offending rows:\n{show_rows(grp.source, dup, grp.source.columns)}"
         )
         raise InputError(msg)
     return True

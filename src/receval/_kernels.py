@@ -49,9 +49,43 @@ STATUS_DUP_TRUTH = 1
 STATUS_DUP_RECS = 2
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _table_bits(n: int) -> int:
+    """log2 of a power-of-two table size with load factor <= 1/2."""
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    return bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot(key: int, bits: int) -> int:
+    """Fibonacci hashing of an int64 key into ``bits`` bits."""
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h >> np.uint64(64 - bits))
+
+
 @njit(cache=True, nogil=True)
-def _stable_argsort_desc(keys: np.ndarray) -> np.ndarray:
-    """Stable argsort by descending key (input order among equal keys)."""
+def _has_duplicate(
+    items: np.ndarray, lo: int, hi: int, seen_key: np.ndarray, seen_stamp: np.ndarray, stamp: int
+) -> bool:
+    bits = _table_bits(hi - lo)
+    mask = (1 << bits) - 1
+    for a in range(lo, hi):
+        key = items[a]
+        slot = _slot(key, bits)
+        while seen_stamp[slot] == stamp:
+            if seen_key[slot] == key:
+                return True
+            slot = (slot + 1) & mask
+        seen_stamp[slot] = stamp
+        seen_key[slot] = key
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _argsort_desc(keys: np.ndarray, stable: bool) -> np.ndarray:
+    """Argsort by descending key; stable (input order among equal keys) when asked."""
     n = keys.shape[0]
     ordered = True
     for p in range(1, n):
@@ -60,7 +94,9 @@ def _stable_argsort_desc(keys: np.ndarray) -> np.ndarray:
             break
     if ordered:
         return np.arange(n)
-    return np.argsort(-keys, kind="mergesort")
+    if stable:
+        return np.argsort(-keys, kind="mergesort")
+    return np.argsort(-keys)
 
 
 @njit(cache=True, nogil=True)
@@ -86,18 +122,32 @@ def _score_user(
     out: np.ndarray,
     nrel: np.ndarray,
     t_match: np.ndarray,
+    tab_key: np.ndarray,
+    tab_val: np.ndarray,
+    tab_stamp: np.ndarray,
+    seen_key: np.ndarray,
+    seen_stamp: np.ndarray,
+    prow_buf: np.ndarray,
+    prel_buf: np.ndarray,
+    gstart_buf: np.ndarray,
 ) -> int:
     ts = t_off[u]
     te = t_off[u + 1]
     nt = te - ts
-    # truth of the user sorted by item key, for binary search and the duplicate check
-    torder = np.argsort(t_item[ts:te], kind="mergesort")
-    tkeys = np.empty(nt, dtype=np.int64)
-    for a in range(nt):
-        tkeys[a] = t_item[ts + torder[a]]
-    for a in range(1, nt):
-        if tkeys[a] == tkeys[a - 1]:
-            return STATUS_DUP_TRUTH
+    # truth of the user in an open-addressing table keyed by item (stamped, never cleared)
+    tbits = _table_bits(nt)
+    tmask = (1 << tbits) - 1
+    stamp = 2 * u + 1
+    for a in range(ts, te):
+        key = t_item[a]
+        slot = _slot(key, tbits)
+        while tab_stamp[slot] == stamp:
+            if tab_key[slot] == key:
+                return STATUS_DUP_TRUTH
+            slot = (slot + 1) & tmask
+        tab_stamp[slot] = stamp
+        tab_key[slot] = key
+        tab_val[slot] = a
     for c in range(thresholds.shape[0]):
         cnt = 0
         for a in range(ts, te):
@@ -112,36 +162,29 @@ def _score_user(
         rs = r_off[g]
         n = r_off[g + 1] - rs
 
-    # order the list, match it against truth
-    order = _stable_argsort_desc(r_score[rs : rs + n])
-    if n > 1:
-        sitems = np.sort(r_item[rs : rs + n])
-        for p in range(1, n):
-            if sitems[p] == sitems[p - 1]:
-                return STATUS_DUP_RECS
-    prow = np.empty(n, dtype=np.int64)  # truth row of each position, -1 if none
-    prel = np.zeros(n, dtype=np.float64)
+    # order the list (stable only where the policy reads input order), match it against truth
+    order = _argsort_desc(r_score[rs : rs + n], policy == POLICY_FIRST)
+    if n > 1 and _has_duplicate(r_item, rs, rs + n, seen_key, seen_stamp, stamp):
+        return STATUS_DUP_RECS
+    prow = prow_buf[:n]
+    prel = prel_buf[:n]
     for p in range(n):
         row = rs + order[p]
         key = r_item[row]
-        lo = 0
-        hi = nt
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if tkeys[mid] < key:
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo < nt and tkeys[lo] == key:
-            trow = ts + torder[lo]
-            prow[p] = trow
-            prel[p] = t_rel[trow]
-            t_match[trow] = row
-        else:
-            prow[p] = -1
+        slot = _slot(key, tbits)
+        prow[p] = -1
+        prel[p] = 0.0
+        while tab_stamp[slot] == stamp:
+            if tab_key[slot] == key:
+                trow = tab_val[slot]
+                prow[p] = trow
+                prel[p] = t_rel[trow]
+                t_match[trow] = row
+                break
+            slot = (slot + 1) & tmask
 
     # tie groups: runs of equal scores, in list order
-    gstart = np.empty(n + 1, dtype=np.int64)
+    gstart = gstart_buf[: n + 1]
     ng = 0
     p = 0
     while p < n:
@@ -272,10 +315,7 @@ def _score_user(
             if acc == 0.0:
                 out[u, mi] = 0.0
             else:
-                ideal = np.empty(nt, dtype=np.float64)
-                for a in range(nt):
-                    ideal[a] = t_gain[gv, ts + a]
-                ideal = np.sort(ideal)[::-1]
+                ideal = np.sort(t_gain[gv, ts:te])[::-1]
                 idcg = 0.0
                 icut = nt if ks[mi] == 0 else min(ks[mi], nt)
                 for a in range(icut):
@@ -317,9 +357,49 @@ def _rank_users(
     for ch in prange(n_chunks):
         lo = ch * step
         hi = min(lo + step, n_users)
+        nt_max = 1
+        n_max = 1
+        for u in range(lo, hi):
+            nt_max = max(nt_max, t_off[u + 1] - t_off[u])
+            if u2r[u] >= 0:
+                n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
+        tsize = 1 << _table_bits(nt_max)
+        rsize = 1 << _table_bits(n_max)
+        tab_key = np.empty(tsize, dtype=np.int64)
+        tab_val = np.empty(tsize, dtype=np.int64)
+        tab_stamp = np.zeros(tsize, dtype=np.int64)
+        seen_key = np.empty(rsize, dtype=np.int64)
+        seen_stamp = np.zeros(rsize, dtype=np.int64)
+        prow_buf = np.empty(n_max, dtype=np.int64)
+        prel_buf = np.empty(n_max, dtype=np.float64)
+        gstart_buf = np.empty(n_max + 1, dtype=np.int64)
         for u in range(lo, hi):
             status[u] = _score_user(
                 u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
                 thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
+                tab_key, tab_val, tab_stamp, seen_key, seen_stamp, prow_buf, prel_buf, gstart_buf,
             )  # fmt: skip
     return out, nrel, status, t_match
+
+
+@njit(cache=True, parallel=True)
+def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
+    flags = np.zeros(groups.shape[0], dtype=np.bool_)
+    n_chunks = min(groups.shape[0], 64)
+    if n_chunks == 0:
+        return flags
+    step = (groups.shape[0] + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        lo = ch * step
+        hi = min(lo + step, groups.shape[0])
+        n_max = 1
+        for a in range(lo, hi):
+            n_max = max(n_max, offsets[groups[a] + 1] - offsets[groups[a]])
+        size = 1 << _table_bits(n_max)
+        seen_key = np.empty(size, dtype=np.int64)
+        seen_stamp = np.zeros(size, dtype=np.int64)
+        for a in range(lo, hi):
+            g = groups[a]
+            flags[a] = _has_duplicate(items, offsets[g], offsets[g + 1], seen_key, seen_stamp, a + 1)
+    return flags

@@ -26,11 +26,15 @@ _SHOW = 5
 
 @dataclass(frozen=True)
 class Grouped:
-    """Rows of one input grouped by user: ``frame`` row order, run keys and offsets."""
+    """Rows of one input grouped by user: ``frame`` row order, run keys and offsets.
+
+    ``source`` is the frame in the caller's row order, for error messages.
+    """
 
     frame: pl.DataFrame
     keys: pl.Series
     offsets: np.ndarray
+    source: pl.DataFrame
 
     @property
     def n_users(self) -> int:
@@ -138,13 +142,14 @@ def unify_ids(truth: pl.DataFrame, recs: pl.DataFrame, col: str, what: str) -> t
 
 def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
     """Group rows by user, keeping input order within a user (a stable sort if needed)."""
+    source = frame
     runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
     if not runs["value"].is_unique().all():
         frame = frame.sort(user_col, maintain_order=True)
         runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
     offsets = np.zeros(runs.height + 1, dtype=np.int64)
     np.cumsum(runs["len"].to_numpy(), out=offsets[1:])
-    return Grouped(frame, runs["value"].alias(user_col), offsets)
+    return Grouped(frame, runs["value"].alias(user_col), offsets, source)
 
 
 def item_keys(series: pl.Series) -> np.ndarray:

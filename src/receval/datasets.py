@@ -173,7 +173,8 @@ def make_interactions(
         msg = f"mean_relevant must be a finite number >= 1; got {mean_relevant!r}."
         raise InputError(msg)
     if score_decimals is not None and (
-        isinstance(score_decimals, bool) or not isinstance(score_decimals, int)
+        isinstance(score_decimals, bool)
+        or not isinstance(score_decimals, int)
         or score_decimals < 0
     ):
         msg = f"score_decimals must be an integer >= 0 or None; got {score_decimals!r}."
@@ -284,10 +285,29 @@ def _stream_seeds(seed: int, stream: int, n_users: int) -> NDArray[np.uint32]:
     """One 32-bit seed per chunk of ``_CHUNK`` users, derived from ``(seed, stream)``."""
     n_chunks = -(-n_users // _CHUNK)
     sequence = np.random.SeedSequence([seed, stream])
-    return sequence.generate_state(max(n_chunks, 1), dtype=np.uint32)
+    return sequence.generate_state(max(n_chunks, 1), dtype=np.uint32).astype(np.uint32, copy=False)
 
 
-@njit(cache=True)  # type: ignore[misc]
+# Inside numba kernels only the legacy np.random API exists; its state is per thread, so
+# each chunk of users seeds it before drawing (see the module docstring).
+
+
+@njit(cache=True)
+def _seed(seed: int) -> None:
+    np.random.seed(seed)  # noqa: NPY002
+
+
+@njit(cache=True)
+def _uniform() -> float:
+    return np.random.random()  # noqa: NPY002
+
+
+@njit(cache=True)
+def _normal() -> float:
+    return np.random.standard_normal()  # noqa: NPY002
+
+
+@njit(cache=True)
 def _draw_new(
     item_of_rank: NDArray[np.int64], stamp: NDArray[np.int32], token: int, size: int
 ) -> int:
@@ -302,17 +322,17 @@ def _draw_new(
     attempt = 0
     while True:
         if attempt < budget:  # continuous Zipf of exponent 1, see the module docstring
-            rank = min(int(math.exp(np.random.random() * log_n)) - 1, n_items - 1)
+            rank = min(int(math.exp(_uniform() * log_n)) - 1, n_items - 1)
         else:
-            rank = min(int(np.random.random() * n_items), n_items - 1)
+            rank = min(int(_uniform() * n_items), n_items - 1)
         attempt += 1
         item = item_of_rank[rank]
         if stamp[item] != token:
             stamp[item] = token
-            return item
+            return int(item)
 
 
-@njit(cache=True, parallel=True)  # type: ignore[misc]
+@njit(cache=True, parallel=True)
 def _truth_kernel(
     offsets: NDArray[np.int64],
     item_of_rank: NDArray[np.int64],
@@ -325,7 +345,7 @@ def _truth_kernel(
     items = np.empty(offsets[-1], dtype=np.int64)
     grades = np.empty(offsets[-1], dtype=np.int8)
     for chunk in prange(seeds.size):
-        np.random.seed(seeds[chunk])
+        _seed(seeds[chunk])
         stamp = np.zeros(item_of_rank.size, dtype=np.int32)
         first = chunk * _CHUNK
         for user in range(first, min(first + _CHUNK, n_users)):
@@ -335,7 +355,7 @@ def _truth_kernel(
             for row in range(start, stop):
                 user_col[row] = user
                 items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-                u = np.random.random()
+                u = _uniform()
                 grade = 1
                 while grade < 5 and u >= grade_cdf[grade - 1]:
                     grade += 1
@@ -343,8 +363,8 @@ def _truth_kernel(
     return user_col, items, grades
 
 
-@njit(cache=True, parallel=True)  # type: ignore[misc]
-def _recs_kernel(
+@njit(cache=True, parallel=True)
+def _recs_kernel(  # noqa: PLR0917 (numba kernels take positional arguments)
     users: NDArray[np.int64],
     offsets: NDArray[np.int64],
     truth_offsets: NDArray[np.int64],
@@ -362,7 +382,7 @@ def _recs_kernel(
     items = np.empty(offsets[-1], dtype=np.int64)
     scores = np.empty(offsets[-1], dtype=np.float64)
     for chunk in prange(seeds.size):
-        np.random.seed(seeds[chunk])
+        _seed(seeds[chunk])
         stamp = np.zeros(item_of_rank.size, dtype=np.int32)
         first = chunk * _CHUNK
         for k in range(first, min(first + _CHUNK, users.size)):
@@ -377,17 +397,17 @@ def _recs_kernel(
                     if row == stop:
                         break
                     grade = truth_grade[t]
-                    if np.random.random() < 1.0 - math.exp(-signal * grade / 3.0):
+                    if _uniform() < 1.0 - math.exp(-signal * grade / 3.0):
                         items[row] = truth_item[t]
                         stamp[truth_item[t]] = token
-                        scores[row] = signal * grade / 2.0 + np.random.standard_normal()
+                        scores[row] = signal * grade / 2.0 + _normal()
                         row += 1
             while row < stop:
                 items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-                scores[row] = np.random.standard_normal()
+                scores[row] = _normal()
                 row += 1
             for i in range(stop - 1, start, -1):  # Fisher-Yates shuffle of the user's rows
-                j = start + int(np.random.random() * (i - start + 1))
+                j = start + int(_uniform() * (i - start + 1))
                 items[i], items[j] = items[j], items[i]
                 scores[i], scores[j] = scores[j], scores[i]
             if decimals >= 0:
