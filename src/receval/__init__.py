@@ -5,7 +5,7 @@
 >>> recs = {"u1": {"b": 0.9, "a": 0.5, "z": 0.1}, "u2": {"c": 0.7, "y": 0.2}}
 >>> res = receval.evaluate(truth, recs, ["ndcg@2", "recall@1"])
 >>> round(res["ndcg@2"], 4), res["recall@1"]
-(0.8065, 0.75)
+(0.8984, 0.75)
 >>> res.counts
 Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0)
 """

@@ -8,6 +8,7 @@ Nothing here modifies the caller's object.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +17,7 @@ import polars as pl
 
 from ._errors import InputError
 
-__all__ = ["read_table", "read_trec_qrels", "read_trec_run"]
+__all__ = ["read_table", "read_trec_qrels", "read_trec_run", "write_frame"]
 
 Role = Literal["truth", "recs"]
 _TREC_SUFFIXES = {".qrels", ".run", ".trec"}
@@ -205,3 +206,27 @@ def _from_nested(
     except (TypeError, pl.exceptions.PolarsError) as exc:
         msg = f"{role} as a dict: ids must be all integers or all strings, values numbers ({exc})."
         raise InputError(msg) from None
+
+
+def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write ``frame`` to a .parquet, .csv or .tsv file atomically.
+
+    The data goes to a temporary file in the same folder, which then replaces ``path`` in one
+    step, so a reader never sees a half-written file.
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".tsv"):
+        msg = f"cannot write {str(target)!r}: expected a .parquet, .csv or .tsv path."
+        raise InputError(msg)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    os.close(fd)
+    try:
+        if suffix in (".parquet", ".pq"):
+            frame.write_parquet(tmp)
+        else:
+            frame.write_csv(tmp, separator="," if suffix == ".csv" else "\t")
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,237 @@
+"""The ``receval`` command line: a thin layer over the library.
+
+Commands: ``evaluate`` (metrics of a recommendation file against a truth file), ``metrics``
+(every metric with its definition and variants) and ``demo`` (realistic generated data,
+evaluated end to end).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ._errors import RecevalError
+from ._evaluate import evaluate
+from ._io import write_frame
+from ._registry import list_metrics
+from ._result import Result
+
+__all__ = ["app", "main"]
+
+DEFAULT_METRICS = ["ndcg@10", "map@100", "mrr", "recall@20", "precision@10", "hit_rate@10"]
+
+app = typer.Typer(
+    name="receval",
+    help="Fast, exact offline evaluation of recommender systems and rankers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+_out = Console(soft_wrap=True)
+_err = Console(stderr=True, soft_wrap=True)
+
+
+class Format(str, Enum):
+    """How results are printed."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class Ties(str, Enum):
+    """Tie policies (see METRICS.md)."""
+
+    expected = "expected"
+    first = "first"
+    trec = "trec"
+    optimistic = "optimistic"
+    pessimistic = "pessimistic"
+
+
+class NoRecs(str, Enum):
+    """What happens to evaluated users without recommendations."""
+
+    zero = "zero"
+    skip = "skip"
+    raise_ = "raise"
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    _err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    return typer.Exit(code=2)
+
+
+def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> None:
+    if fmt is Format.json:
+        sys.stdout.write(res.to_json() + "\n")
+        return
+    if fmt is Format.csv:
+        sys.stdout.write("metric,value\n")
+        for name, value in res.means.items():
+            sys.stdout.write(f'"{name}",{"" if math.isnan(value) else repr(value)}\n')
+        return
+    table = Table(title="receval", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in res.means.items():
+        table.add_row(name, f"{value:.6f}")
+    _out.print(table)
+    c = res.counts
+    tail = f" in {seconds:.2f} s" if seconds is not None else ""
+    _out.print(
+        f"users: {c.evaluated} evaluated, {c.no_recs} without recs (policy "
+        f"{res.settings['no_recs']}), {c.no_relevant} without relevant items, "
+        f"{c.recs_not_in_truth} recs users not in truth; ties={res.settings['ties']}{tail}",
+        highlight=False,
+    )
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    truth: Annotated[Path, typer.Option(help="Truth file: Parquet, CSV, TSV or TREC qrels.")],
+    recs: Annotated[Path, typer.Option(help="Recommendations: Parquet, CSV, TSV or TREC run.")],
+    metric: Annotated[
+        list[str], typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10.")
+    ],
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    per_user: Annotated[
+        Path | None,
+        typer.Option(help="Write per-user values to this .parquet or .csv file (atomically)."),
+    ] = None,
+    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
+    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+    score_col: Annotated[str, typer.Option(help="Score column of recs (higher is better).")] = "score",
+    rank_col: Annotated[
+        str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
+    ] = None,
+    relevance_col: Annotated[str, typer.Option(help="Relevance column of truth.")] = "relevance",
+    ties: Annotated[Ties, typer.Option(help="Tie policy.")] = Ties.expected,
+    threshold: Annotated[
+        float, typer.Option(help="Relevance threshold: relevant when relevance >= this.")
+    ] = 1.0,
+    no_recs: Annotated[
+        NoRecs, typer.Option(help="Evaluated users without recs: zero, skip or raise.")
+    ] = NoRecs.zero,
+) -> None:
+    """Evaluate recommendations against truth and print the metrics."""
+    try:
+        start = time.perf_counter()
+        res = evaluate(
+            truth, recs, metric,
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties.value, relevance_threshold=threshold,
+            no_recs=no_recs.value,  # type: ignore[arg-type]
+        )  # fmt: skip
+        seconds = time.perf_counter() - start
+        if per_user is not None:
+            write_frame(res.per_user, per_user)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _print_result(res, fmt, seconds)
+
+
+@app.command("metrics")
+def metrics_cmd(
+    fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+) -> None:
+    """List every metric with its definition, parameters and variants."""
+    specs = list_metrics()
+    if fmt is not Format.table:
+        doc = [
+            {
+                "name": s.name,
+                "aliases": list(s.aliases),
+                "cutoff": s.cutoff,
+                "description": s.description,
+                "formula": s.formula,
+                "params": [
+                    {"name": p.name, "default": p.default, "choices": list(p.choices), "doc": p.doc}
+                    for p in s.params
+                ],
+                "higher_is_better": s.higher_is_better,
+                "bounds": [s.bounds[0], None if math.isinf(s.bounds[1]) else s.bounds[1]],
+                "variants": s.variants,
+                "references": list(s.references),
+            }
+            for s in specs
+        ]
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        return
+    table = Table(title="receval metrics: name\\[(param=value)]\\[@K]", show_lines=True)
+    table.add_column("metric", style="bold")
+    table.add_column("definition")
+    table.add_column("parameters")
+    table.add_column("variants / references")
+    for s in specs:
+        name = s.name + ("@K" if s.cutoff else "")
+        if s.aliases:
+            name += "\n(" + ", ".join(s.aliases) + ")"
+        params = "\n".join(
+            f"{p.name}={p.default if p.default is not None else '-'}"
+            + (f" [{'|'.join(p.choices)}]" if p.choices else "")
+            for p in s.params
+        )
+        refs = "\n".join(x for x in (s.variants, *s.references) if x)
+        table.add_row(name, f"{s.description}\n{s.formula}", params, refs)
+    _out.print(table)
+
+
+@app.command("demo")
+def demo_cmd(
+    users: Annotated[int, typer.Option(help="Number of users to generate.")] = 10_000,
+    recs_per_user: Annotated[int, typer.Option("--recs", help="Recommendations per user.")] = 100,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", "-m", help="Metric string, repeatable.")
+    ] = None,
+    ties: Annotated[Ties, typer.Option(help="Tie policy.")] = Ties.expected,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    save: Annotated[
+        Path | None,
+        typer.Option(help="Also write truth.parquet and recs.parquet into this folder."),
+    ] = None,
+) -> None:
+    """Generate realistic interaction data and evaluate a model's recommendations on it."""
+    from .datasets import make_interactions
+
+    try:
+        data = make_interactions(users, n_recs=recs_per_user, seed=seed)
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+            write_frame(data.truth, save / "truth.parquet")
+            write_frame(data.recs, save / "recs.parquet")
+        if fmt is Format.table:
+            _out.print(
+                f"generated {data.truth.height:,} truth rows and {data.recs.height:,} "
+                f"recommendation rows for {users:,} users (seed {seed})",
+                highlight=False,
+            )
+        start = time.perf_counter()
+        res = evaluate(data.truth, data.recs, metric or DEFAULT_METRICS, ties=ties.value)
+        seconds = time.perf_counter() - start
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _print_result(res, fmt, seconds)
+    if save is not None and fmt is Format.table:
+        _out.print(
+            f"try: receval evaluate --truth {save / 'truth.parquet'} --recs "
+            f"{save / 'recs.parquet'} -m ndcg@10",
+            highlight=False,
+        )
+
+
+def main() -> None:
+    """Entry point of the ``receval`` script."""
+    pl.Config.set_tbl_rows(20)
+    app()
