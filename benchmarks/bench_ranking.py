@@ -52,13 +52,13 @@ from pathlib import Path
 from typing import Any
 
 METRICS = ("ndcg@10", "map@100", "mrr", "recall@20", "precision@10", "hit_rate@10")
-TREC_MEASURES = {
-    "ndcg@10": "ndcg_cut_10",
-    "map@100": "map_cut_100",
+TREC_MEASURES = {  # pytrec_eval reports "ndcg_cut.10" as "ndcg_cut_10", and so on
+    "ndcg@10": "ndcg_cut.10",
+    "map@100": "map_cut.100",
     "mrr": "recip_rank",
-    "recall@20": "recall_20",
-    "precision@10": "P_10",
-    "hit_rate@10": "success_10",
+    "recall@20": "recall.20",
+    "precision@10": "P.10",
+    "hit_rate@10": "success.10",
 }
 RANX_METRICS = {m: m for m in METRICS}  # ranx spells these six as receval does
 PEERS = ("ranx", "pytrec_eval")
@@ -116,18 +116,14 @@ def _run_pytrec_eval(truth: Any, recs: Any, ties: str) -> tuple[Any, dict[str, f
 
     qrels = _nested(truth, "relevance", pl.Int64)
     run = _nested(recs, "score", pl.Float64)
-    measures = {name.replace("_", ".", 1) if name[-1].isdigit() else name for name in TREC}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, measures)
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(TREC_MEASURES.values()))
     per_query = evaluator.evaluate(run)
-    n = len(per_query)
     means = {
-        metric: sum(values[measure] for values in per_query.values()) / n
+        metric: sum(values[measure.replace(".", "_")] for values in per_query.values())
+        / len(per_query)
         for metric, measure in TREC_MEASURES.items()
     }
     return per_query, means
-
-
-TREC = tuple(TREC_MEASURES.values())
 
 
 def _per_user_pytrec_eval(per_query: dict[str, dict[str, float]]) -> Any:
@@ -135,7 +131,7 @@ def _per_user_pytrec_eval(per_query: dict[str, dict[str, float]]) -> Any:
 
     data: dict[str, list[Any]] = {"user": list(per_query)}
     for metric, measure in TREC_MEASURES.items():
-        data[metric] = [values[measure] for values in per_query.values()]
+        data[metric] = [values[measure.replace(".", "_")] for values in per_query.values()]
     return pl.DataFrame(data)
 
 
@@ -291,8 +287,8 @@ def _compare(reference: Any, peer: Any) -> dict[str, Any]:
     for metric in METRICS:
         ours = joined[metric]
         theirs = joined[f"{metric}_peer"].fill_null(0.0)
-        mean_diffs[metric] = abs(float(ours.mean()) - float(theirs.mean()))  # type: ignore[arg-type]
-        user_diffs[metric] = float((ours - theirs).abs().max())  # type: ignore[arg-type]
+        mean_diffs[metric] = abs(float(ours.mean()) - float(theirs.mean()))
+        user_diffs[metric] = float((ours - theirs).abs().max())
     return {
         "max_abs_mean_diff": max(mean_diffs.values()),
         "max_abs_user_diff": max(user_diffs.values()),
@@ -319,7 +315,10 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True))]
     lines.append("  ".join("-" * w for w in widths))
     for row in rows:
-        cells = [c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
         lines.append("  ".join(cells))
     return "\n".join(lines)
 
@@ -335,15 +334,11 @@ def _write_json_atomically(path: Path, payload: dict[str, Any]) -> None:
     os.replace(handle.name, path)
 
 
-def _versions(peers: Sequence[str]) -> dict[str, str]:
+def _versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     versions = {}
-    for package in ("receval", "polars", "numpy", "numba", "pandas", "ranx", "pytrec-eval-terrier"):
-        if package in ("ranx", "pytrec-eval-terrier") and package.replace("-terrier", "").replace(
-            "-", "_"
-        ) not in peers:
-            continue
+    for package in ("receval", "polars", "numpy", "numba", "ranx", "pytrec-eval-terrier"):
         with contextlib.suppress(PackageNotFoundError):
             versions[package] = version(package)
     return versions
@@ -516,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "cpus": os.cpu_count(),
                     "platform": platform.platform(),
                     "python": platform.python_version(),
-                    "versions": _versions(args.peers),
+                    "versions": _versions(),
                 },
                 "data": rows,
                 "results": {

@@ -135,7 +135,9 @@ def evaluate(
         raise InputError(msg)
     order_col = rank_col if rank_col is not None else score_col
 
-    t_raw = read_table(truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col)
+    t_raw = read_table(
+        truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col
+    )
     r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
     if relevance_col not in t_raw.columns and t_raw.height:
         t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
@@ -172,7 +174,9 @@ def _match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
     return np.ascontiguousarray(joined["g"].fill_null(-1).to_numpy(), dtype=np.int64)
 
 
-def _gain_matrix(metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str) -> tuple[np.ndarray, list[int]]:
+def _gain_matrix(
+    metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str
+) -> tuple[np.ndarray, list[int]]:
     """One row of per-truth-row gains for each distinct gain among the metrics."""
     variants: list[ParamValue] = []
     index: list[int] = []
@@ -249,7 +253,10 @@ def _run(
         thr_idx.append(thresholds.index(value))
     t_gain, gain_idx = _gain_matrix(plan, t_rel, relevance_col)
     ops = np.array(
-        [K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name] for m in plan],
+        [
+            K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name]
+            for m in plan
+        ],
         dtype=np.int64,
     )
     fpar = np.array([_fpar(m) for m in plan], dtype=np.float64)
@@ -284,8 +291,8 @@ def _run(
         if status.any() or other_dups.any():
             _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
 
-    return _assemble(plan, out, nrel, thr_idx, ops, t_grp, r_grp, u2r, user_col, no_recs,
-                     {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs})  # fmt: skip
+    settings = {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs}
+    return _assemble(plan, out, nrel, thr_idx, ops, t_grp, r_grp, u2r, user_col, no_recs, settings)
 
 
 def _fpar(m: Metric) -> float:
@@ -366,8 +373,9 @@ def _assemble(
     )
     if counts.evaluated == 0:
         msg = (
-            f"truth has no user with a relevant item (relevance >= {settings['relevance_threshold']}"
-            f"); nothing to evaluate. Check relevance_col and relevance_threshold."
+            "truth has no user with a relevant item (relevance >= "
+            f"{settings['relevance_threshold']}); nothing to evaluate. Check relevance_col and "
+            "relevance_threshold."
         )
         raise InputError(msg)
     in_any = (nrel[:, thr_idx] >= 1).any(axis=1)
@@ -405,6 +413,9 @@ def _assemble(
     rows = rows[order]
     per_user = pl.DataFrame(
         [users.gather(order).alias(user_col)]
-        + [pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True) for name, col in columns.items()]
+        + [
+            pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
+            for name, col in columns.items()
+        ]
     )
     return Result(plan, means, per_user, counts, settings)

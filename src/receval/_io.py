@@ -88,7 +88,9 @@ def read_table(
         return _from_nested(data, role, user_col, item_col, value_col)
     module = type(data).__module__.split(".")[0]
     if module == "pandas":
-        return pl.from_pandas(data)
+        frame = pl.from_pandas(data)
+        if isinstance(frame, pl.DataFrame):
+            return frame
     if module == "pyarrow":
         frame = pl.from_arrow(data)
         if isinstance(frame, pl.DataFrame):
@@ -100,7 +102,9 @@ def read_table(
     raise InputError(msg)
 
 
-def _read_path(path: Path, role: Role, user_col: str, item_col: str, value_col: str) -> pl.DataFrame:
+def _read_path(
+    path: Path, role: Role, user_col: str, item_col: str, value_col: str
+) -> pl.DataFrame:
     if not path.is_file():
         msg = f"{role} file {str(path)!r} does not exist."
         raise InputError(msg)
@@ -111,7 +115,9 @@ def _read_path(path: Path, role: Role, user_col: str, item_col: str, value_col: 
         return pl.read_csv(path, separator="\t" if suffix != ".csv" else ",")
     if suffix in _TREC_SUFFIXES or _looks_like_trec(path, role):
         if role == "truth":
-            return read_trec_qrels(path, user_col=user_col, item_col=item_col, relevance_col=value_col)
+            return read_trec_qrels(
+                path, user_col=user_col, item_col=item_col, relevance_col=value_col
+            )
         return read_trec_run(path, user_col=user_col, item_col=item_col, score_col=value_col)
     msg = (
         f"{role} file {str(path)!r}: cannot tell its format from the suffix {suffix!r}; expected "
@@ -140,14 +146,14 @@ def _is_number(text: str) -> bool:
 
 def _read_whitespace(path: str | os.PathLike[str], role: Role, fields: int) -> pl.DataFrame:
     lines = pl.read_csv(
-        path,
+        Path(path),
         has_header=False,
         separator="\n",
         new_columns=["line"],
         schema_overrides={"line": pl.String},
         quote_char=None,
     )
-    parts = lines.select(
+    parts = lines.filter(pl.col("line").str.strip_chars() != "").select(
         pl.col("line").str.strip_chars().str.replace_all(r"\s+", " ").str.split(" ").alias("p")
     )
     width = parts.select(pl.col("p").list.len().alias("n")).with_row_index("row")

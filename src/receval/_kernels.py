@@ -62,7 +62,7 @@ def _table_bits(n: int) -> int:
 def _slot(key: int, bits: int) -> int:
     """Fibonacci hashing of an int64 key into ``bits`` bits."""
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64(h >> np.uint64(64 - bits))
+    return np.int64(h >> np.uint64(64 - bits))  # type: ignore[return-value]
 
 
 @njit(cache=True, nogil=True)
@@ -249,7 +249,7 @@ def _score_user(
             e = gstart[gi + 1]
             m = e - s
             j = min(e, kc) - s
-            if op == OP_CG or op == OP_DCG or op == OP_NDCG:
+            if op in (OP_CG, OP_DCG, OP_NDCG):
                 gsum = 0.0
                 for a in range(s, e):
                     if prow[a] >= 0:
@@ -297,7 +297,7 @@ def _score_user(
             else:
                 hits += (r / m) * j
 
-        if op == OP_PRECISION or op == OP_R_PRECISION:
+        if op in (OP_PRECISION, OP_R_PRECISION):
             out[u, mi] = hits / kk
         elif op == OP_RECALL:
             out[u, mi] = hits / nr
@@ -401,5 +401,7 @@ def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray)
         seen_stamp = np.zeros(size, dtype=np.int64)
         for a in range(lo, hi):
             g = groups[a]
-            flags[a] = _has_duplicate(items, offsets[g], offsets[g + 1], seen_key, seen_stamp, a + 1)
+            flags[a] = _has_duplicate(
+                items, offsets[g], offsets[g + 1], seen_key, seen_stamp, a + 1
+            )
     return flags

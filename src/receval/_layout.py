@@ -70,9 +70,8 @@ def check_frame(
         raise InputError(msg)
     for col in [*id_cols, value_col]:
         if col not in frame.columns:
-            msg = (
-                f"{role} is missing column {col!r} (columns found: {frame.columns}); "
-                f"{fix if col == value_col else 'pass user_col= / item_col= to name the id columns.'}"
+            msg = f"{role} is missing column {col!r} (columns found: {frame.columns}); " + (
+                fix if col == value_col else "pass user_col= / item_col= to name the id columns."
             )
             raise InputError(msg)
     columns = [*id_cols, value_col]
@@ -123,7 +122,9 @@ def check_frame(
     return out
 
 
-def unify_ids(truth: pl.DataFrame, recs: pl.DataFrame, col: str, what: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+def unify_ids(
+    truth: pl.DataFrame, recs: pl.DataFrame, col: str, what: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Give ``col`` one type in both frames: Int64 for integers, String for strings."""
     t, r = truth.schema[col], recs.schema[col]
     if t.is_integer() and r.is_integer():

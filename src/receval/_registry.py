@@ -86,12 +86,18 @@ class Param:
         if isinstance(value, Mapping) and value:
             pairs = []
             for key, val in value.items():
-                ok = all(
-                    isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
-                    for x in (key, val)
-                ) and val >= 0
+                ok = (
+                    all(
+                        isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                        for x in (key, val)
+                    )
+                    and val >= 0
+                )
                 if not ok:
-                    msg = f"{where} maps relevance to gain with finite numbers, gains >= 0; got {key!r}: {val!r}."
+                    msg = (
+                        f"{where} maps relevance to gain with finite numbers, gains >= 0; "
+                        f"got {key!r}: {val!r}."
+                    )
                     raise MetricError(msg)
                 pairs.append((_as_number(key), _as_number(val)))
             return tuple(sorted(pairs))
@@ -209,7 +215,9 @@ def parse_metric(text: str | Metric) -> Metric:
     try:
         tree = ast.parse(head, mode="eval").body
     except SyntaxError:
-        msg = f"cannot parse metric {text!r}; expected name[(param=value, ...)][@K], e.g. 'ndcg@10'."
+        msg = (
+            f"cannot parse metric {text!r}; expected name[(param=value, ...)][@K], e.g. 'ndcg@10'."
+        )
         raise MetricError(msg) from None
 
     if isinstance(tree, ast.Name):

@@ -11,7 +11,7 @@ import json
 import math
 import sys
 import time
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -41,7 +41,7 @@ _out = Console(soft_wrap=True)
 _err = Console(stderr=True, soft_wrap=True)
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     """How results are printed."""
 
     table = "table"
@@ -49,7 +49,7 @@ class Format(str, Enum):
     csv = "csv"
 
 
-class Ties(str, Enum):
+class Ties(StrEnum):
     """Tie policies (see METRICS.md)."""
 
     expected = "expected"
@@ -59,7 +59,7 @@ class Ties(str, Enum):
     pessimistic = "pessimistic"
 
 
-class NoRecs(str, Enum):
+class NoRecs(StrEnum):
     """What happens to evaluated users without recommendations."""
 
     zero = "zero"
@@ -111,7 +111,9 @@ def evaluate_cmd(
     ] = None,
     user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
     item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
-    score_col: Annotated[str, typer.Option(help="Score column of recs (higher is better).")] = "score",
+    score_col: Annotated[
+        str, typer.Option(help="Score column of recs (higher is better).")
+    ] = "score",
     rank_col: Annotated[
         str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
     ] = None,
@@ -131,7 +133,7 @@ def evaluate_cmd(
             truth, recs, metric,
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties.value, relevance_threshold=threshold,
-            no_recs=no_recs.value,  # type: ignore[arg-type]
+            no_recs=no_recs.value,
         )  # fmt: skip
         seconds = time.perf_counter() - start
         if per_user is not None:

@@ -364,7 +364,7 @@ def _truth_kernel(
 
 
 @njit(cache=True, parallel=True)
-def _recs_kernel(  # noqa: PLR0917 (numba kernels take positional arguments)
+def _recs_kernel(
     users: NDArray[np.int64],
     offsets: NDArray[np.int64],
     truth_offsets: NDArray[np.int64],
