@@ -241,7 +241,7 @@ def _run(
     hashed = t_items.dtype == pl.String
     t_item = item_keys(t_items)
     r_item = item_keys(r_items)
-    r_tie = trec_tie_keys(r_items) if ties == "trec" else np.zeros(0, dtype=np.int64)
+    r_tie = trec_tie_keys(r_items, r_item) if ties == "trec" else np.zeros(0, dtype=np.int64)
 
     thresholds = [threshold]
     thr_idx = []
@@ -285,7 +285,9 @@ def _run(
         exact = not _matches_verified(t_items, r_items, t_match)
     if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
         t_item, r_item = exact_item_keys(t_items, r_items)
-        args = (*args[:1], t_item, *args[2:5], r_item, *args[6:])
+        if ties == "trec":
+            r_tie = trec_tie_keys(r_items, r_item)
+        args = (*args[:1], t_item, *args[2:5], r_item, r_score, r_tie, *args[8:])
         out, nrel, status, t_match = K._rank_users(*args, n_chunks)
         other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
         if status.any() or other_dups.any():

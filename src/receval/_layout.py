@@ -168,9 +168,16 @@ def exact_item_keys(truth_items: pl.Series, recs_items: pl.Series) -> tuple[np.n
     return np.ascontiguousarray(codes[:n]), np.ascontiguousarray(codes[n:])
 
 
-def trec_tie_keys(items: pl.Series) -> np.ndarray:
-    """Per row, the rank of the item id among all ids compared as strings (trec_eval order)."""
-    uniq = items.unique()
-    ranks = uniq.cast(pl.String).rank("ordinal").cast(pl.Int64)
-    keyed = items.replace_strict(uniq, ranks, return_dtype=pl.Int64)
-    return np.ascontiguousarray(keyed.to_numpy(), dtype=np.int64)
+def trec_tie_keys(items: pl.Series, keys: np.ndarray) -> np.ndarray:
+    """Per row, the rank of its item id among all ids compared as strings (trec_eval order).
+
+    ``keys`` are the kernel's item keys of the same rows (equal ids have equal keys, distinct
+    ids distinct keys): the ids are ranked once per key, then joined back on the key.
+    """
+    rows = pl.DataFrame({"key": keys, "id": items})
+    uniq = rows.unique(subset="key", keep="any")
+    uniq = uniq.select(
+        "key", pl.col("id").cast(pl.String).rank("ordinal").cast(pl.Int64).alias("r")
+    )
+    keyed = rows.select("key").join(uniq, on="key", how="left", maintain_order="left")
+    return np.ascontiguousarray(keyed["r"].to_numpy(), dtype=np.int64)
