@@ -389,32 +389,36 @@ def _assemble(
         )
         raise InputError(msg)
 
+    # users in id order from here on (the order of per_user); means are exactly rounded sums
+    # (math.fsum), so no mean depends on the order of users or of input rows
+    by_id = t_grp.keys.arg_sort().to_numpy()
+    users = t_grp.keys.gather(by_id)
+    out, nrel, has_recs, in_any = out[by_id], nrel[by_id], has_recs[by_id], in_any[by_id]
+
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     keep = in_any if no_recs != "skip" else in_any & has_recs
     for j, m in enumerate(plan):
         den = nrel[:, thr_idx[j]]
-        values = out[:, j].copy()
+        values = out[:, j]
         counted = den >= 1
         if no_recs == "skip":
             counted &= has_recs
-            values[~has_recs] = np.nan
+            values = np.where(has_recs, values, np.nan)
         if ops[j] == K.OP_HITS:
             total = den[counted].sum()
-            means[m.canonical] = float(values[counted].sum() / total) if total else math.nan
+            means[m.canonical] = math.fsum(values[counted]) / total if total else math.nan
             values = values / np.where(den > 0, den, 1.0)
         else:
-            means[m.canonical] = float(values[counted].mean()) if counted.any() else math.nan
+            n_counted = int(counted.sum())
+            means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
         if not counted.any():
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
         columns[m.canonical] = values
 
     rows = np.flatnonzero(keep)
-    users = t_grp.keys.gather(rows)
-    order = users.arg_sort().to_numpy()
-    rows = rows[order]
     per_user = pl.DataFrame(
-        [users.gather(order).alias(user_col)]
+        [users.gather(rows).alias(user_col)]
         + [
             pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
             for name, col in columns.items()

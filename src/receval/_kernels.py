@@ -100,6 +100,40 @@ def _argsort_desc(keys: np.ndarray, stable: bool) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def _sort_group(
+    key: np.ndarray, order: np.ndarray, prow: np.ndarray, prel: np.ndarray, lo: int, hi: int
+) -> None:
+    """Stable sort of positions lo..hi-1 by descending ``key``, carrying the position arrays."""
+    if hi - lo > 32:
+        perm = np.argsort(-key[lo:hi], kind="mergesort") + lo
+        k2 = key[perm]
+        o2 = order[perm]
+        r2 = prow[perm]
+        l2 = prel[perm]
+        key[lo:hi] = k2
+        order[lo:hi] = o2
+        prow[lo:hi] = r2
+        prel[lo:hi] = l2
+        return
+    for a in range(lo + 1, hi):
+        k = key[a]
+        o = order[a]
+        r = prow[a]
+        v = prel[a]
+        b = a - 1
+        while b >= lo and key[b] < k:
+            key[b + 1] = key[b]
+            order[b + 1] = order[b]
+            prow[b + 1] = prow[b]
+            prel[b + 1] = prel[b]
+            b -= 1
+        key[b + 1] = k
+        order[b + 1] = o
+        prow[b + 1] = r
+        prel[b + 1] = v
+
+
+@njit(cache=True, nogil=True)
 def _score_user(
     u: int,
     t_off: np.ndarray,
@@ -130,6 +164,7 @@ def _score_user(
     prow_buf: np.ndarray,
     prel_buf: np.ndarray,
     gstart_buf: np.ndarray,
+    tkey_buf: np.ndarray,
 ) -> int:
     ts = t_off[u]
     te = t_off[u + 1]
@@ -168,6 +203,7 @@ def _score_user(
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
     prel = prel_buf[:n]
+    tkey = tkey_buf[:n]
     for p in range(n):
         row = rs + order[p]
         key = r_item[row]
@@ -197,23 +233,14 @@ def _score_user(
             ng += 1
         else:
             if policy != POLICY_FIRST:
-                m = q - p
-                sub = np.empty(m, dtype=np.float64)
-                for a in range(m):
+                for a in range(p, q):
                     if policy == POLICY_TREC:
-                        sub[a] = float(r_tie[rs + order[p + a]])
+                        tkey[a] = float(r_tie[rs + order[a]])
                     elif policy == POLICY_OPTIMISTIC:
-                        sub[a] = prel[p + a]
+                        tkey[a] = prel[a]
                     else:
-                        sub[a] = -prel[p + a]
-                perm = np.argsort(-sub, kind="mergesort")
-                o2 = order[p:q].copy()
-                r2 = prow[p:q].copy()
-                l2 = prel[p:q].copy()
-                for a in range(m):
-                    order[p + a] = o2[perm[a]]
-                    prow[p + a] = r2[perm[a]]
-                    prel[p + a] = l2[perm[a]]
+                        tkey[a] = -prel[a]
+                _sort_group(tkey, order, prow, prel, p, q)
             for a in range(p, q):
                 gstart[ng] = a
                 ng += 1
@@ -373,11 +400,13 @@ def _rank_users(
         prow_buf = np.empty(n_max, dtype=np.int64)
         prel_buf = np.empty(n_max, dtype=np.float64)
         gstart_buf = np.empty(n_max + 1, dtype=np.int64)
+        tkey_buf = np.empty(n_max, dtype=np.float64)
         for u in range(lo, hi):
             status[u] = _score_user(
                 u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
                 thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
                 tab_key, tab_val, tab_stamp, seen_key, seen_stamp, prow_buf, prel_buf, gstart_buf,
+                tkey_buf,
             )  # fmt: skip
     return out, nrel, status, t_match
 
