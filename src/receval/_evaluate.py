@@ -389,12 +389,7 @@ def _assemble(
         )
         raise InputError(msg)
 
-    # users in id order from here on (the order of per_user); means are exactly rounded sums
-    # (math.fsum), so no mean depends on the order of users or of input rows
-    by_id = t_grp.keys.arg_sort().to_numpy()
-    users = t_grp.keys.gather(by_id)
-    out, nrel, has_recs, in_any = out[by_id], nrel[by_id], has_recs[by_id], in_any[by_id]
-
+    # means are exactly rounded sums (math.fsum): no mean depends on the order of users
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     keep = in_any if no_recs != "skip" else in_any & has_recs
@@ -417,8 +412,11 @@ def _assemble(
         columns[m.canonical] = values
 
     rows = np.flatnonzero(keep)
+    users = t_grp.keys.gather(rows)
+    by_id = users.arg_sort().to_numpy()
+    rows = rows[by_id]
     per_user = pl.DataFrame(
-        [users.gather(rows).alias(user_col)]
+        [users.gather(by_id).alias(user_col)]
         + [
             pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
             for name, col in columns.items()
