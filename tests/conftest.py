@@ -24,7 +24,10 @@ import brute
 # Item ids whose string order differs from their numeric order ("9" > "10").
 INT_ITEMS = (1, 2, 3, 5, 9, 10, 11, 19, 20, 42, 99, 100, 101, 250, 1000, 7)
 # String ids with mixed case, prefixes and digit runs ("b9" > "b10", "B" < "a").
-STR_ITEMS = ("a", "b", "ab", "B", "b10", "b9", "Z", "zz", "a-1", "a_1", "x", "xy", "c", "C", "d", "q")
+STR_ITEMS = (
+    *("a", "b", "ab", "B", "b10", "b9", "Z", "zz"),
+    *("a-1", "a_1", "x", "xy", "c", "C", "d", "q"),
+)
 
 USER_KINDS = ("both", "both", "both", "all_relevant", "no_relevant", "truth_only", "recs_only")
 
@@ -126,11 +129,17 @@ def cases(
             )
             if distinct_scores:
                 score_st = st.floats(-100, 100, allow_nan=False, allow_subnormal=False)
-                scores = draw(st.lists(score_st, min_size=len(listed), max_size=len(listed),
-                                       unique=True))
+                scores = draw(
+                    st.lists(score_st, min_size=len(listed), max_size=len(listed), unique=True)
+                )
             else:
-                scores = draw(st.lists(st.integers(0, n_scores - 1).map(float),
-                                       min_size=len(listed), max_size=len(listed)))
+                scores = draw(
+                    st.lists(
+                        st.integers(0, n_scores - 1).map(float),
+                        min_size=len(listed),
+                        max_size=len(listed),
+                    )
+                )
             recs.extend((uid, item, s) for item, s in zip(listed, scores, strict=True))
     recs = draw(st.permutations(recs))
     return Case(truth, list(recs))

@@ -16,6 +16,10 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import brute
 import receval
 from conftest import (
     ALL_METRICS,
@@ -28,15 +32,9 @@ from conftest import (
     run_receval,
     truth_frame,
 )
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
-
-import brute
 
 POLICIES = brute.TIES
-FAST = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # metrics that need no gain map (any relevance value is allowed)
 PLAIN_METRICS = [m for m in ALL_METRICS if "{" not in m]
 
@@ -73,9 +71,7 @@ def _assert_same_per_user(a: receval.Result, b: receval.Result, tol: float = 1e-
 def test_agrees_with_brute_force(case: Case, ties: str, threshold: int, no_recs: str) -> None:
     evaluated = brute.evaluated_users(case.truth, threshold)
     assume(evaluated & {u for u, _, _ in case.recs} if no_recs == "skip" else evaluated)
-    res = run_receval(
-        case, ALL_METRICS, ties=ties, relevance_threshold=threshold, no_recs=no_recs
-    )
+    res = run_receval(case, ALL_METRICS, ties=ties, relevance_threshold=threshold, no_recs=no_recs)
     ref = brute.evaluate(
         case.truth, case.recs, ALL_METRICS, ties=ties, threshold=threshold, no_recs=no_recs
     )
@@ -201,9 +197,7 @@ TRANSFORMS = {
     ties=st.sampled_from(POLICIES),
     transform=st.sampled_from(sorted(TRANSFORMS)),
 )
-def test_increasing_score_transform_does_not_matter(
-    case: Case, ties: str, transform: str
-) -> None:
+def test_increasing_score_transform_does_not_matter(case: Case, ties: str, transform: str) -> None:
     f = TRANSFORMS[transform]
     moved = Case(case.truth, [(u, i, f(s)) for u, i, s in case.recs])
     _assert_same_per_user(

@@ -25,9 +25,9 @@ import warnings
 from collections.abc import Hashable
 
 import pytest
-from conftest import Case, assert_values_close, per_user, random_case, run_receval
 
 import brute
+from conftest import Case, assert_values_close, per_user, random_case, run_receval
 
 ranx = pytest.importorskip("ranx")
 

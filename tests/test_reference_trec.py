@@ -19,9 +19,9 @@ from collections.abc import Hashable
 
 import pytest
 import pytrec_eval
-from conftest import Case, assert_values_close, per_user, random_case, run_receval
 
 import brute
+from conftest import Case, assert_values_close, per_user, random_case, run_receval
 
 KS = (1, 3, 5, 10, 20)
 # receval metric -> trec_eval measure

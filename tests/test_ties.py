@@ -15,6 +15,8 @@ from math import comb
 
 import polars as pl
 import pytest
+
+import brute
 import receval
 from conftest import (
     ALL_METRICS,
@@ -25,8 +27,6 @@ from conftest import (
     run_receval,
     truth_frame,
 )
-
-import brute
 
 POLICIES = brute.TIES
 
@@ -78,9 +78,7 @@ def test_spec_closed_forms_match_enumeration(s: int, h: int, m: int, r: int) -> 
         assert _expected(f"arhr@{k}", prefix, group, n_relevant) == pytest.approx(want_arhr)
         beta = 2.0
         want_f = (1 + beta**2) * want_hits / (beta**2 * n_relevant + k)
-        assert _expected(f"fbeta(beta=2)@{k}", prefix, group, n_relevant) == pytest.approx(
-            want_f
-        )
+        assert _expected(f"fbeta(beta=2)@{k}", prefix, group, n_relevant) == pytest.approx(want_f)
         if h == 0:
             want_hit_rate = 1 - comb(m - r, j) / comb(m, j)
             assert _expected(f"hit_rate@{k}", prefix, group, n_relevant) == pytest.approx(
@@ -168,9 +166,7 @@ def test_optimistic_expected_pessimistic_are_ordered(seed: int) -> None:
 
 @pytest.mark.parametrize("string_ids", [False, True])
 def test_without_ties_every_policy_agrees(string_ids: bool) -> None:
-    case = random_case(
-        random.Random(31), n_users=80, distinct_scores=True, string_ids=string_ids
-    )
+    case = random_case(random.Random(31), n_users=80, distinct_scores=True, string_ids=string_ids)
     reference = run_receval(case, ALL_METRICS, ties="first")
     for ties in POLICIES:
         res = run_receval(case, ALL_METRICS, ties=ties)
@@ -230,8 +226,6 @@ def test_repeated_ranks_are_ties(ties: str) -> None:
             "rank": [int(10 - s) for _, _, s in case.recs],
         }
     )
-    res = receval.evaluate(
-        truth_frame(case.truth), ranked, ALL_METRICS, rank_col="rank", ties=ties
-    )
+    res = receval.evaluate(truth_frame(case.truth), ranked, ALL_METRICS, rank_col="rank", ties=ties)
     ref = brute.evaluate(case.truth, case.recs, ALL_METRICS, ties=ties)
     assert_matches_brute(res, ref, ALL_METRICS, what=f"rank_col {ties}")

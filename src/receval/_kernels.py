@@ -1,8 +1,9 @@
 """Numba kernels for the per-user work of the top-K ranking metrics.
 
 Layering (STYLE.md 5): :func:`_score_user` evaluates one user, :func:`_rank_users` is the
-``prange`` driver over chunks of users, and :func:`rank_metrics` is the documented Python
-wrapper. Everything accumulates in float64.
+``prange`` driver over chunks of users (each chunk owns its scratch buffers and hash tables),
+and ``receval._evaluate._run`` is the Python wrapper that builds the plan and reads the
+results. Everything accumulates in float64.
 
 The kernel sees the canonical layout built by :mod:`receval._layout`:
 
