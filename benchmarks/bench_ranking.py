@@ -550,9 +550,11 @@ def _report(
         "max |Δ mean|",
     ]
     rows = []
+    notes = []
     for label, result in results.items():
         if result["status"] != "ok":
-            rows.append([label, f"skipped: {result['message']}", *["-"] * (len(header) - 2)])
+            rows.append([label, "skipped", *["-"] * (len(header) - 2)])
+            notes.append(f"{label}: skipped, {result['message']}")
             continue
         first, best = result["times"][0], min(result["times"])
         tool = label.split(" ")[0]
@@ -576,6 +578,7 @@ def _report(
         "frames; 'over data' is peak RSS minus the peak after imports and loading the frames.",
         "",
         _table(header, rows),
+        *notes,
     ]
     other = results[f"receval ({other_ids} ids)"]
     if ours_ok and other["status"] == "ok":

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
-import pytest
 from hypothesis import strategies as st
 
 import brute
@@ -241,8 +240,3 @@ def metrics_for(ks: Sequence[int | None]) -> list[str]:
 
 
 ALL_METRICS = metrics_for([None, 1, 2, 3, 5, 10])
-
-
-@pytest.fixture
-def rng() -> random.Random:
-    return random.Random(20240601)

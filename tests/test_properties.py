@@ -34,7 +34,7 @@ from conftest import (
 )
 
 POLICIES = brute.TIES
-FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # metrics that need no gain map (any relevance value is allowed)
 PLAIN_METRICS = [m for m in ALL_METRICS if "{" not in m]
 

@@ -130,3 +130,27 @@ def test_fractional_scores_and_long_lists() -> None:
     case = random_case(rng, n_users=200, n_items=16, max_len=16, n_scores=6)
     case = Case(case.truth, [(u, i, s / 7 - 0.3) for u, i, s in case.recs])
     assert_matches_trec_eval(case, PAIRS)
+
+
+def test_skip_matches_trec_eval_without_c() -> None:
+    # Without -c, trec_eval averages over the queries in both qrels and run: no_recs="skip".
+    case = random_case(random.Random(8), n_users=300, n_scores=3, string_ids=True)
+    res = run_receval(case, list(PAIRS), ties="trec", no_recs="skip")
+    want = trec_eval_values(case, PAIRS)
+    in_run = {u for u, _, _ in case.recs}
+    for metric in PAIRS:
+        kept = {u: v for u, v in want[metric].items() if u in in_run}
+        assert len(kept) < len(want[metric])  # some evaluated users do have no recs
+        assert_values_close(per_user(res, metric), kept, TOL, metric)
+        mean = math.fsum(kept.values()) / len(kept)
+        assert res[metric] == pytest.approx(mean, rel=TOL, abs=TOL), metric
+
+
+def test_numeric_looking_string_ids() -> None:
+    # integer ids turned into strings on both sides ("9" > "10" in both tiebreaks)
+    case = random_case(random.Random(10), n_users=300, n_scores=2, n_items=16, max_len=12)
+    as_str = Case(
+        {str(u): {str(i): r for i, r in judged.items()} for u, judged in case.truth.items()},
+        [(str(u), str(i), s) for u, i, s in case.recs],
+    )
+    assert_matches_trec_eval(as_str, PAIRS)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from fractions import Fraction
 from math import comb
 
 import polars as pl
@@ -229,3 +230,87 @@ def test_repeated_ranks_are_ties(ties: str) -> None:
     res = receval.evaluate(truth_frame(case.truth), ranked, ALL_METRICS, rank_col="rank", ties=ties)
     ref = brute.evaluate(case.truth, case.recs, ALL_METRICS, ties=ties)
     assert_matches_brute(res, ref, ALL_METRICS, what=f"rank_col {ties}")
+
+
+# ----------------------------------------------------- big tie groups (closed forms)
+
+
+def _closed_forms(s: int, h: int, m: int, r: int, n_relevant: int, k: int) -> dict[str, float]:
+    """METRICS.md closed forms, exact (Fraction), for a prefix of s items (h relevant, first)
+    followed by one group of m tied items holding r relevant ones (binary relevance)."""
+    prefix = [1] * h + [0] * (s - h)
+    j = max(0, min(m, k - s))
+    rm = Fraction(r, m)
+    pair = Fraction(r * (r - 1), m * (m - 1)) if m > 1 else Fraction(0)
+    hits_k = sum(prefix[:k]) + j * rm
+
+    def ap(cut: int) -> Fraction:
+        seen, total = 0, Fraction(0)
+        for pos, rel in enumerate(prefix[:cut], 1):
+            seen += rel
+            total += Fraction(seen, pos) if rel else 0
+        for t in range(1, m + 1):
+            if s + t <= cut:
+                total += Fraction(1, s + t) * (rm * (h + 1) + (t - 1) * pair)
+        return total / n_relevant
+
+    dcg_k = sum(g / math.log2(p + 1) for p, g in enumerate(prefix[:k], 1)) + sum(
+        float(rm) / math.log2(s + t + 1) for t in range(1, m + 1) if s + t <= k
+    )
+    idcg_k = sum(1 / math.log2(p + 1) for p in range(1, min(k, n_relevant) + 1))
+    out = {
+        f"precision@{k}": float(hits_k / k),
+        f"recall@{k}": float(hits_k / n_relevant),
+        f"map@{k}": float(ap(k)),
+        "map": float(ap(s + m)),
+        f"ndcg@{k}": dcg_k / idcg_k,
+    }
+    if h == 0:
+        out[f"hit_rate@{k}"] = float(1 - Fraction(comb(m - r, j), comb(m, j)))
+        out["mrr"] = float(
+            sum(Fraction(comb(m - x, r - 1), comb(m, r)) / (s + x) for x in range(1, m - r + 2))
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("s", "h", "m", "r", "k"),
+    [
+        (0, 0, 50, 1, 10),
+        (2, 0, 300, 5, 20),
+        (3, 2, 300, 40, 100),
+        (1, 1, 64, 64, 10),
+        (0, 0, 2000, 1000, 10),
+        (0, 0, 2000, 3, 1500),
+        (2, 1, 5, 2, 4),  # small enough to check the helper against brute force
+        (1, 0, 6, 3, 3),
+    ],
+)
+def test_big_tie_groups_follow_the_closed_forms(s: int, h: int, m: int, r: int, k: int) -> None:
+    n_relevant = h + r + 1  # one relevant item is never retrieved
+    truth = {"u": {f"p{i}": 1 for i in range(h)} | {f"g{i}": 1 for i in range(r)} | {"lost": 1}}
+    recs = {"u": {f"p{i}": 10.0 + s - i for i in range(s)} | {f"g{i}": 1.0 for i in range(m)}}
+    want = _closed_forms(s, h, m, r, n_relevant, k)
+    res = receval.evaluate(truth, recs, list(want), ties="expected")
+    for metric, value in want.items():
+        assert res[metric] == pytest.approx(value, rel=1e-9, abs=1e-12), metric
+    if m <= 6:
+        rows = [("u", item, score) for item, score in recs["u"].items()]
+        ref = brute.evaluate(truth, rows, list(want), ties="expected")
+        assert ref.means == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        {"x": 0.0, "a": -0.0},  # -0.0 == 0.0: a tie
+        {"x": -0.0, "a": 0.0},
+        {"x": math.inf, "a": math.inf, "y": 1.0},  # infinite scores tie too
+        {"x": -math.inf, "a": -math.inf},
+    ],
+)
+def test_signed_zero_and_infinite_scores_tie(scores: dict[str, float]) -> None:
+    truth = {"u": {"a": 1}}
+    want = {"expected": 0.75, "first": 0.5, "trec": 0.5, "optimistic": 1.0, "pessimistic": 0.5}
+    for ties, value in want.items():
+        assert receval.evaluate(truth, {"u": scores}, ["mrr"], ties=ties)["mrr"] == value, ties

@@ -65,7 +65,7 @@ def evaluate(
     item_col: str = "item",
     score_col: str = "score",
     rank_col: str | None = None,
-    relevance_col: str = "relevance",
+    relevance_col: str | None = None,
     ties: TiesPolicy = "expected",
     relevance_threshold: float = 1,
     no_recs: NoRecsPolicy = "zero",
@@ -86,7 +86,9 @@ def evaluate(
         Metric strings such as ``"ndcg@10"``, ``"map(denominator=min)@100"``,
         ``"recall(rel=2)@20"``; see :func:`receval.list_metrics`.
     user_col, item_col, score_col, rank_col, relevance_col:
-        Column names. ``rank_col`` replaces ``score_col`` when given.
+        Column names. ``rank_col`` replaces ``score_col`` when given. Without
+        ``relevance_col``, truth's ``"relevance"`` column is used when present, else every row
+        has relevance 1; a ``relevance_col`` that is named must exist.
     ties:
         How equal scores (or repeated ranks) are ordered: ``"expected"`` (the expected value
         over all orders of each tie group, in closed form), ``"first"`` (input row order),
@@ -135,16 +137,19 @@ def evaluate(
         raise InputError(msg)
     order_col = rank_col if rank_col is not None else score_col
 
+    given_relevance = relevance_col is not None
+    relevance_col = relevance_col or "relevance"
     t_raw = read_table(
         truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col
     )
     r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
-    if relevance_col not in t_raw.columns and t_raw.height:
+    if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
         t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
     ids = [user_col, item_col]
     t_frame = check_frame(
         t_raw, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
-        fix="pass relevance_col= to name it (without it every row has relevance 1).",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).",
     )  # fmt: skip
     r_frame = check_frame(
         r_raw, "recs", id_cols=ids, value_col=order_col,
@@ -402,7 +407,7 @@ def _assemble(
             values = np.where(has_recs, values, np.nan)
         if ops[j] == K.OP_HITS:
             total = den[counted].sum()
-            means[m.canonical] = math.fsum(values[counted]) / total if total else math.nan
+            means[m.canonical] = math.fsum(values[counted]) / float(total) if total else math.nan
             values = values / np.where(den > 0, den, 1.0)
         else:
             n_counted = int(counted.sum())

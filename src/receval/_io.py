@@ -21,6 +21,7 @@ __all__ = ["read_table", "read_trec_qrels", "read_trec_run", "write_frame"]
 
 Role = Literal["truth", "recs"]
 _TREC_SUFFIXES = {".qrels", ".run", ".trec"}
+_TEXT_SUFFIXES = {"", ".txt", ".res"}
 
 
 def read_trec_qrels(
@@ -105,24 +106,37 @@ def read_table(
 def _read_path(
     path: Path, role: Role, user_col: str, item_col: str, value_col: str
 ) -> pl.DataFrame:
+    if path.is_dir():
+        msg = f"{role} path {str(path)!r} is a folder; expected a file."
+        raise InputError(msg)
     if not path.is_file():
         msg = f"{role} file {str(path)!r} does not exist."
         raise InputError(msg)
     suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        return pl.read_parquet(path)
-    if suffix in (".csv", ".tsv", ".tab") and not _looks_like_trec(path, role):
-        return pl.read_csv(path, separator="\t" if suffix != ".csv" else ",")
-    if suffix in _TREC_SUFFIXES or _looks_like_trec(path, role):
-        if role == "truth":
-            return read_trec_qrels(
-                path, user_col=user_col, item_col=item_col, relevance_col=value_col
-            )
-        return read_trec_run(path, user_col=user_col, item_col=item_col, score_col=value_col)
+    kind = "Parquet" if suffix in (".parquet", ".pq") else "CSV/TSV"
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pl.read_parquet(path)
+        if suffix in (".csv", ".tsv", ".tab"):
+            return pl.read_csv(path, separator="\t" if suffix != ".csv" else ",")
+        if suffix in _TREC_SUFFIXES or (suffix in _TEXT_SUFFIXES and _looks_like_trec(path, role)):
+            kind = "TREC"
+            if path.stat().st_size == 0:
+                msg = f"{role} is empty (0 rows); expected at least one row (file {str(path)!r})."
+                raise InputError(msg)
+            if role == "truth":
+                return read_trec_qrels(
+                    path, user_col=user_col, item_col=item_col, relevance_col=value_col
+                )
+            return read_trec_run(path, user_col=user_col, item_col=item_col, score_col=value_col)
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"{role} file {str(path)!r} could not be read as {kind}: {first}"
+        raise InputError(msg) from exc
     msg = (
         f"{role} file {str(path)!r}: cannot tell its format from the suffix {suffix!r}; expected "
-        ".parquet, .csv, .tsv, or a TREC qrels/run file (.qrels, .run, .trec or whitespace-"
-        "separated lines of 4 (qrels) or 6 (run) fields)."
+        ".parquet, .csv, .tsv, or a TREC qrels/run file (.qrels, .run, .trec, or .txt / no "
+        "suffix with whitespace-separated lines of 4 (qrels) or 6 (run) fields)."
     )
     raise InputError(msg)
 
@@ -190,7 +204,7 @@ def _number(frame: pl.DataFrame, column: str, path: str | os.PathLike[str], what
 def _from_nested(
     data: Mapping[Any, Any], role: Role, user_col: str, item_col: str, value_col: str
 ) -> pl.DataFrame:
-    users: list[Any] = []
+    users: list[Any] = []  # ids must be all integers or all strings: checked by strict Series
     items: list[Any] = []
     values: list[Any] = []
     for user, inner in data.items():
@@ -203,15 +217,22 @@ def _from_nested(
         users.extend([user] * len(inner))
         items.extend(inner.keys())
         values.extend(inner.values())
+    columns = []
+    for name, data_, what in ((user_col, users, "user"), (item_col, items, "item")):
+        kinds = {type(x).__name__ for x in data_}
+        if not (kinds <= {"int"} or kinds <= {"str"}):
+            msg = (
+                f"{role} as a dict: {what} ids must be all integers or all strings; found "
+                f"{', '.join(sorted(kinds))}."
+            )
+            raise InputError(msg)
+        columns.append(pl.Series(name, data_, dtype=pl.String if "str" in kinds else pl.Int64))
     try:
-        return pl.DataFrame(
-            {user_col: users, item_col: items, value_col: values},
-            schema_overrides={value_col: pl.Float64},
-            strict=False,
-        )
+        columns.append(pl.Series(value_col, values, dtype=pl.Float64, strict=False))
     except (TypeError, pl.exceptions.PolarsError) as exc:
-        msg = f"{role} as a dict: ids must be all integers or all strings, values numbers ({exc})."
+        msg = f"{role} as a dict: values must be numbers ({exc})."
         raise InputError(msg) from None
+    return pl.DataFrame(columns)
 
 
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:

@@ -127,6 +127,8 @@ def unify_ids(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Give ``col`` one type in both frames: Int64 for integers, String for strings."""
     t, r = truth.schema[col], recs.schema[col]
+    if t == r:
+        return truth, recs
     if t.is_integer() and r.is_integer():
         return truth.with_columns(pl.col(col).cast(pl.Int64)), recs.with_columns(
             pl.col(col).cast(pl.Int64)

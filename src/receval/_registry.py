@@ -237,11 +237,12 @@ def parse_metric(text: str | Metric) -> Metric:
     values: dict[str, ParamValue] = {}
     declared = {p.name: p for p in spec.params}
     for kw in keywords:
-        if kw.arg is None or kw.arg not in declared:
+        arg = None if kw.arg is None else kw.arg.lower()
+        if arg is None or arg not in declared:
             known = ", ".join(declared) or "none"
             msg = f"{spec.name} has no parameter {kw.arg!r} (in {text!r}); its parameters: {known}."
             raise MetricError(msg)
-        values[kw.arg] = declared[kw.arg].validate(spec.name, _literal(kw.value, text))
+        values[arg] = declared[arg].validate(spec.name, _literal(kw.value, text))
 
     k: int | None = None
     if at:
@@ -252,7 +253,16 @@ def parse_metric(text: str | Metric) -> Metric:
 
 def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metric, ...]:
     """Parse a request of one or many metrics; duplicates (same canonical form) are dropped."""
-    items: Iterable[str | Metric] = [metrics] if isinstance(metrics, str | Metric) else metrics
+    if isinstance(metrics, str | Metric):
+        items: Iterable[str | Metric] = [metrics]
+    elif isinstance(metrics, Iterable):
+        items = metrics
+    else:
+        msg = (
+            "metrics must be a metric string such as 'ndcg@10' or a list of them; "
+            f"got {metrics!r} ({type(metrics).__name__})."
+        )
+        raise MetricError(msg)
     parsed: dict[str, Metric] = {}
     for item in items:
         metric = parse_metric(item)

@@ -18,6 +18,7 @@ from typing import Annotated
 import polars as pl
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ._errors import RecevalError
@@ -68,7 +69,7 @@ class NoRecs(StrEnum):
 
 
 def _fail(exc: Exception) -> typer.Exit:
-    _err.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+    _err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     return typer.Exit(code=2)
 
 
@@ -117,7 +118,10 @@ def evaluate_cmd(
     rank_col: Annotated[
         str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
     ] = None,
-    relevance_col: Annotated[str, typer.Option(help="Relevance column of truth.")] = "relevance",
+    relevance_col: Annotated[
+        str | None,
+        typer.Option(help="Relevance column of truth [default: relevance, or 1 when absent]."),
+    ] = None,
     ties: Annotated[Ties, typer.Option(help="Tie policy.")] = Ties.expected,
     threshold: Annotated[
         float, typer.Option(help="Relevance threshold: relevant when relevance >= this.")

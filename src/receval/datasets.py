@@ -113,7 +113,8 @@ def make_interactions(
         Decimals the scores are rounded to, so that ties occur; ``None`` keeps full
         precision (ties then practically never occur).
     short_list_fraction : float, default 0.05
-        Fraction of truth users whose list has ``1 .. n_recs - 1`` items (uniform).
+        Fraction of truth users whose list has ``1 .. n_recs - 1`` items (uniform; none
+        when ``n_recs`` is 1). About the same fraction of the extra users get short lists.
     missing_recs_fraction : float, default 0.02
         Fraction of truth users with no recommendations at all.
     extra_recs_users_fraction : float, default 0.01
@@ -125,7 +126,8 @@ def make_interactions(
     ids : {"int", "str"}, default "int"
         Int64 ids, or String ids ``"u<n>"`` for users and ``"i<n>"`` for items.
     seed : int, default 0
-        Seed; the same arguments always give the same frames.
+        Seed (>= 0); the same arguments always give the same frames, whatever the number
+        of threads.
 
     Returns
     -------
@@ -158,27 +160,17 @@ def make_interactions(
     >>> make_interactions(3, n_recs=2, ids="str", seed=1).recs["user"].unique().sort().to_list()
     ['u0', 'u1', 'u2']
     """
-    if isinstance(n_users, bool) or not isinstance(n_users, int) or n_users < 1:
-        msg = f"n_users must be an integer >= 1; got {n_users!r}."
-        raise InputError(msg)
-    if isinstance(n_recs, bool) or not isinstance(n_recs, int) or n_recs < 1:
-        msg = f"n_recs must be an integer >= 1; got {n_recs!r}."
-        raise InputError(msg)
+    _check_int("n_users", n_users, 1)
+    _check_int("n_recs", n_recs, 1)
     if n_items is None:
         n_items = max(1000, 10 * n_recs, n_users // 2)
-    if isinstance(n_items, bool) or not isinstance(n_items, int) or n_items < 1:
-        msg = f"n_items must be an integer >= 1 or None; got {n_items!r}."
-        raise InputError(msg)
+    _check_int("n_items", n_items, 1, or_none=True)
+    _check_int("seed", seed, 0)
     if not (math.isfinite(mean_relevant) and mean_relevant >= 1):
         msg = f"mean_relevant must be a finite number >= 1; got {mean_relevant!r}."
         raise InputError(msg)
-    if score_decimals is not None and (
-        isinstance(score_decimals, bool)
-        or not isinstance(score_decimals, int)
-        or score_decimals < 0
-    ):
-        msg = f"score_decimals must be an integer >= 0 or None; got {score_decimals!r}."
-        raise InputError(msg)
+    if score_decimals is not None:
+        _check_int("score_decimals", score_decimals, 0, or_none=True)
     fractions = {
         "short_list_fraction": short_list_fraction,
         "missing_recs_fraction": missing_recs_fraction,
@@ -265,13 +257,24 @@ def make_interactions(
         }
     )
     if ids == "str":
-        as_str = [
-            ("u" + pl.col("user").cast(pl.String)).alias("user"),
-            ("i" + pl.col("item").cast(pl.String)).alias("item"),
-        ]
-        truth = truth.with_columns(as_str)
-        recs = recs.with_columns(as_str)
+        # Format each id once, then gather: much faster than formatting 10^8 rows.
+        user_names = "u" + pl.Series(np.arange(n_users + n_extra)).cast(pl.String)
+        item_names = "i" + pl.Series(np.arange(n_items)).cast(pl.String)
+        truth = truth.with_columns(
+            user=user_names.gather(truth_user), item=item_names.gather(truth_item)
+        )
+        recs = recs.with_columns(
+            user=user_names.gather(recs_user), item=item_names.gather(recs_item)
+        )
     return Interactions(truth=truth, recs=recs)
+
+
+def _check_int(name: str, value: object, minimum: int, *, or_none: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        msg = (
+            f"{name} must be an integer >= {minimum}{' or None' if or_none else ''}; got {value!r}."
+        )
+        raise InputError(msg)
 
 
 def _offsets(lengths: NDArray[np.int64]) -> NDArray[np.int64]:

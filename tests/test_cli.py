@@ -1,0 +1,349 @@
+"""The ``receval`` command line (typer app in receval.cli), a thin layer over the library."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+from typer.testing import CliRunner
+
+import receval
+from receval.cli import DEFAULT_METRICS, app
+
+runner = CliRunner()
+
+# u1: a (3), b (1), c (0); u2: d (1); u3: e (2), no recs; u4: recs only.
+TRUTH = pl.DataFrame(
+    {
+        "user": ["u1", "u1", "u1", "u2", "u3"],
+        "item": ["a", "b", "c", "d", "e"],
+        "relevance": [3.0, 1.0, 0.0, 1.0, 2.0],
+    }
+)
+# u1's b and z tie at 0.5: ties matter for the tie policies
+RECS = pl.DataFrame(
+    {
+        "user": ["u1", "u1", "u1", "u1", "u2", "u2", "u4"],
+        "item": ["z", "b", "a", "c", "y", "d", "a"],
+        "score": [0.5, 0.5, 0.4, 0.1, 0.9, 0.2, 1.0],
+        "rank": [1, 1, 3, 4, 1, 2, 1],
+    }
+)
+METRICS = ["ndcg@3", "mrr", "precision@1", "recall@2"]
+# Hand-computed with ties="expected" (z/b tie at the top of u1), no_recs zero (u3 scores 0):
+# mrr: u1 (1 + 1/2) / 2 = 3/4, u2 1/2, u3 0 -> 5/12
+# precision@1: u1 1/2, u2 0, u3 0 -> 1/6
+HAND = {"mrr": 5 / 12, "precision@1": 1 / 6}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    paths = {
+        "truth.parquet": tmp_path / "truth.parquet",
+        "recs.parquet": tmp_path / "recs.parquet",
+        "truth.csv": tmp_path / "truth.csv",
+        "recs.csv": tmp_path / "recs.csv",
+        "truth.qrels": tmp_path / "truth.qrels",
+        "recs.run": tmp_path / "recs.run",
+    }
+    TRUTH.write_parquet(paths["truth.parquet"])
+    RECS.write_parquet(paths["recs.parquet"])
+    TRUTH.write_csv(paths["truth.csv"])
+    RECS.write_csv(paths["recs.csv"])
+    paths["truth.qrels"].write_text(
+        "".join(f"{u}\t0\t{i}\t{int(r)}\n" for u, i, r in TRUTH.iter_rows())
+    )
+    paths["recs.run"].write_text(
+        "".join(f"{u} Q0 {i} {k} {s!r} run\n" for u, i, s, k in RECS.iter_rows())
+    )
+    return paths
+
+
+def cli(*args: str | Path) -> tuple[int, str, str]:
+    result = runner.invoke(app, [str(a) for a in args])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def evaluate_args(truth: Path, recs: Path, metrics: list[str], *extra: str) -> list[str | Path]:
+    args: list[str | Path] = ["evaluate", "--truth", truth, "--recs", recs]
+    for m in metrics:
+        args += ["-m", m]
+    return [*args, *extra]
+
+
+def parse_csv(text: str) -> dict[str, float]:
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows[0] == ["metric", "value"]
+    return {name: (math.nan if value == "" else float(value)) for name, value in rows[1:]}
+
+
+@pytest.mark.parametrize(
+    ("truth", "recs"),
+    [("truth.parquet", "recs.parquet"), ("truth.csv", "recs.csv"), ("truth.qrels", "recs.run")],
+)
+def test_evaluate_json(files: dict[str, Path], truth: str, recs: str) -> None:
+    code, out, err = cli(*evaluate_args(files[truth], files[recs], METRICS, "--format", "json"))
+    assert code == 0, err
+    doc = json.loads(out)
+    lib = receval.evaluate(files[truth], files[recs], METRICS)
+    assert doc == json.loads(lib.to_json())
+    assert list(doc["metrics"]) == METRICS
+    for m, want in HAND.items():
+        assert doc["metrics"][m] == pytest.approx(want, rel=1e-12)
+    assert doc["counts"] == {"evaluated": 3, "no_recs": 1, "no_relevant": 0, "recs_not_in_truth": 1}
+
+
+def test_evaluate_csv(files: dict[str, Path]) -> None:
+    args = evaluate_args(files["truth.csv"], files["recs.csv"], METRICS, "--format", "csv")
+    code, out, err = cli(*args)
+    assert code == 0, err
+    got = parse_csv(out)
+    lib = receval.evaluate(files["truth.csv"], files["recs.csv"], METRICS)
+    assert list(got) == METRICS
+    assert got == lib.means  # written with repr: exact
+
+
+def test_evaluate_csv_quotes_names_with_commas(files: dict[str, Path]) -> None:
+    metric = "ndcg(gain={0: 0, 1: 1, 2: 3, 3: 7})@3"
+    args = evaluate_args(files["truth.parquet"], files["recs.parquet"], [metric], "--format", "csv")
+    code, out, _ = cli(*args)
+    assert code == 0
+    lib = receval.evaluate(files["truth.parquet"], files["recs.parquet"], [metric])
+    assert parse_csv(out) == lib.means
+
+
+def test_evaluate_table(files: dict[str, Path]) -> None:
+    code, out, err = cli(*evaluate_args(files["truth.parquet"], files["recs.parquet"], METRICS))
+    assert code == 0, err
+    lib = receval.evaluate(files["truth.parquet"], files["recs.parquet"], METRICS)
+    lines = out.splitlines()
+    for m in METRICS:
+        row = [line for line in lines if f" {m} " in line]
+        assert len(row) == 1, (m, out)
+        assert f"{lib[m]:.6f}" in row[0]
+    assert "3 evaluated" in out
+    assert "1 without recs" in out
+    assert "ties=expected" in out
+
+
+def test_repeated_metrics_and_aliases(files: dict[str, Path]) -> None:
+    metrics = ["mrr", "recip_rank", "P@1", "precision@1", "hr@2"]
+    args = evaluate_args(files["truth.parquet"], files["recs.parquet"], metrics, "--format", "json")
+    code, out, _ = cli(*args)
+    assert code == 0
+    doc = json.loads(out)
+    assert list(doc["metrics"]) == ["mrr", "precision@1", "hit_rate@2"]
+    assert doc["metrics"]["mrr"] == pytest.approx(HAND["mrr"])
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_per_user_output(files: dict[str, Path], tmp_path: Path, suffix: str) -> None:
+    out_path = tmp_path / "out" / f"per_user{suffix}"
+    out_path.parent.mkdir()
+    args = evaluate_args(
+        files["truth.parquet"], files["recs.parquet"], METRICS, "--per-user", str(out_path)
+    )
+    code, _, err = cli(*args)
+    assert code == 0, err
+    lib = receval.evaluate(files["truth.parquet"], files["recs.parquet"], METRICS)
+    back = pl.read_parquet(out_path) if suffix == ".parquet" else pl.read_csv(out_path)
+    assert_frame_equal(back, lib.per_user, rel_tol=1e-15, abs_tol=0.0)
+    assert back["user"].to_list() == ["u1", "u2", "u3"]
+    assert [p.name for p in out_path.parent.iterdir()] == [out_path.name]  # no temp files
+
+
+@pytest.mark.parametrize("ties", ["expected", "first", "trec", "optimistic", "pessimistic"])
+def test_ties_option(files: dict[str, Path], ties: str) -> None:
+    args = evaluate_args(
+        files["truth.parquet"], files["recs.parquet"], METRICS, "--ties", ties, "--format", "json"
+    )
+    code, out, _ = cli(*args)
+    assert code == 0
+    doc = json.loads(out)
+    lib = receval.evaluate(files["truth.parquet"], files["recs.parquet"], METRICS, ties=ties)
+    assert doc["metrics"] == lib.means
+    assert doc["settings"]["ties"] == ties
+    # u1's tie is z (not relevant) vs b (relevant): optimistic puts b first, pessimistic z
+    want_mrr = {"optimistic": (1 + 0.5) / 3, "pessimistic": (0.5 + 0.5) / 3}
+    if ties in want_mrr:
+        assert doc["metrics"]["mrr"] == pytest.approx(want_mrr[ties])
+
+
+def test_threshold_option(files: dict[str, Path]) -> None:
+    args = evaluate_args(
+        files["truth.parquet"], files["recs.parquet"], METRICS, "--threshold", "2", "--format",
+        "json",
+    )  # fmt: skip
+    code, out, _ = cli(*args)
+    assert code == 0
+    doc = json.loads(out)
+    lib = receval.evaluate(
+        files["truth.parquet"], files["recs.parquet"], METRICS, relevance_threshold=2
+    )
+    assert doc["metrics"] == lib.means
+    # relevant at >= 2: u1's a (third after the z/b tie) and u3's e (no recs)
+    assert doc["counts"] == {"evaluated": 2, "no_recs": 1, "no_relevant": 1, "recs_not_in_truth": 1}
+    assert doc["metrics"]["mrr"] == pytest.approx((1 / 3) / 2)
+
+
+def test_rank_col_option(files: dict[str, Path]) -> None:
+    args = evaluate_args(
+        files["truth.csv"], files["recs.csv"], METRICS, "--rank-col", "rank", "--format", "json"
+    )
+    code, out, _ = cli(*args)
+    assert code == 0
+    doc = json.loads(out)
+    lib = receval.evaluate(files["truth.csv"], files["recs.csv"], METRICS, rank_col="rank")
+    assert doc["metrics"] == lib.means
+    # ranks: u1 z and b share rank 1 (a tie); u2 y then d -> the same as the scores
+    assert doc["metrics"]["mrr"] == pytest.approx(HAND["mrr"])
+
+
+def test_custom_columns_and_no_recs_option(tmp_path: Path) -> None:
+    truth = tmp_path / "t.tsv"
+    recs = tmp_path / "r.tsv"
+    TRUTH.rename({"user": "uid", "relevance": "grade"}).write_csv(truth, separator="\t")
+    RECS.rename({"user": "uid", "score": "pred"}).write_csv(recs, separator="\t")
+    args = evaluate_args(
+        truth, recs, ["mrr"], "--user-col", "uid", "--score-col", "pred", "--relevance-col",
+        "grade", "--no-recs", "skip", "--format", "json",
+    )  # fmt: skip
+    code, out, err = cli(*args)
+    assert code == 0, err
+    # skip: u3 (no recs) left out -> (3/4 + 1/2) / 2
+    assert json.loads(out)["metrics"]["mrr"] == pytest.approx(5 / 8)
+
+
+# ----------------------------------------------------------------------------------- errors
+
+
+def test_unknown_metric_exit_code(files: dict[str, Path]) -> None:
+    code, out, err = cli(*evaluate_args(files["truth.parquet"], files["recs.parquet"], ["ndgc@10"]))
+    assert code == 2
+    assert "error:" in err
+    assert "unknown metric 'ndgc'" in err
+    assert "did you mean 'ndcg'" in err
+    assert "Traceback" not in err + out
+
+
+def test_missing_file_exit_code(files: dict[str, Path], tmp_path: Path) -> None:
+    missing = tmp_path / "nope.parquet"
+    code, _, err = cli(*evaluate_args(missing, files["recs.parquet"], ["mrr"]))
+    assert code == 2
+    assert "error: truth file" in err
+    assert "does not exist" in err
+    assert "nope.parquet" in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--no-recs", "raise"], "1 evaluated user(s) have no recommendations"),
+        (["--threshold", "0"], "relevance_threshold must be a finite number > 0"),
+        (["--score-col", "pred"], "recs is missing column 'pred'"),
+    ],
+)
+def test_input_error_exit_code(files: dict[str, Path], extra: list[str], message: str) -> None:
+    code, _, err = cli(
+        *evaluate_args(files["truth.parquet"], files["recs.parquet"], ["mrr"]), *extra
+    )
+    assert code == 2
+    assert message in " ".join(err.split())  # unwrapped
+
+
+def test_bad_per_user_suffix(files: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    args = evaluate_args(files["truth.parquet"], files["recs.parquet"], ["mrr"], "--per-user", out)
+    code, _, err = cli(*args)
+    assert code == 2
+    assert "cannot write" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("metric", ["ndcg(gain=[a])", "ndcg(("])
+def test_error_messages_are_printed_verbatim(files: dict[str, Path], metric: str) -> None:
+    code, _, err = cli(*evaluate_args(files["truth.parquet"], files["recs.parquet"], [metric]))
+    assert code == 2
+    with pytest.raises(receval.MetricError) as info:
+        receval.parse_metric(metric)
+    assert str(info.value) in " ".join(err.split())
+
+
+def test_usage_error_without_metric(files: dict[str, Path]) -> None:
+    code, _, err = cli("evaluate", "--truth", files["truth.parquet"], "--recs", files["recs.run"])
+    assert code == 2
+    assert "--metric" in err
+
+
+# ---------------------------------------------------------------------------------- metrics
+
+
+def test_metrics_table() -> None:
+    code, out, _ = cli("metrics")
+    assert code == 0
+    for spec in receval.list_metrics():
+        assert spec.name in out
+
+
+def test_metrics_json() -> None:
+    code, out, _ = cli("metrics", "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    specs = receval.list_metrics()
+    assert [d["name"] for d in doc] == [s.name for s in specs]
+    for d, s in zip(doc, specs, strict=True):
+        assert d["aliases"] == list(s.aliases)
+        assert d["cutoff"] is s.cutoff
+        assert [p["name"] for p in d["params"]] == [p.name for p in s.params]
+        assert d["bounds"][0] == s.bounds[0]
+        assert d["bounds"][1] == (None if math.isinf(s.bounds[1]) else s.bounds[1])
+        assert d["description"] == s.description
+
+
+# ------------------------------------------------------------------------------------- demo
+
+
+def test_demo_prints_every_default_metric() -> None:
+    code, out, err = cli("demo", "--users", "500")
+    assert code == 0, err
+    lines = out.splitlines()
+    for m in DEFAULT_METRICS:
+        row = [line for line in lines if f" {m} " in line]
+        assert len(row) == 1, (m, out)
+        value = float(row[0].replace("│", " ").split()[-1])
+        assert 0.0 <= value <= 1.0
+    assert "500 users" in out
+
+
+def test_demo_save_then_evaluate(tmp_path: Path) -> None:
+    folder = tmp_path / "data"
+    code, out, err = cli(
+        "demo", "--users", "300", "--recs", "20", "--seed", "3", "--save", folder, "--format",
+        "json", "-m", "ndcg@10", "-m", "mrr",
+    )  # fmt: skip
+    assert code == 0, err
+    assert sorted(p.name for p in folder.iterdir()) == ["recs.parquet", "truth.parquet"]
+    truth = pl.read_parquet(folder / "truth.parquet")
+    recs = pl.read_parquet(folder / "recs.parquet")
+    assert {"user", "item", "relevance"} <= set(truth.columns)
+    assert {"user", "item", "score"} <= set(recs.columns)
+    assert truth["user"].n_unique() <= 300
+    # the printed metrics are those of the saved files
+    doc = json.loads(out)
+    lib = receval.evaluate(folder / "truth.parquet", folder / "recs.parquet", ["ndcg@10", "mrr"])
+    assert doc["metrics"] == lib.means
+    # and the files evaluate through the CLI the same way
+    code, out2, _ = cli(
+        *evaluate_args(folder / "truth.parquet", folder / "recs.parquet", ["ndcg@10", "mrr"]),
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    assert json.loads(out2)["metrics"] == lib.means
