@@ -93,7 +93,8 @@ def evaluate(
         How equal scores (or repeated ranks) are ordered: ``"expected"`` (the expected value
         over all orders of each tie group, in closed form), ``"first"`` (input row order),
         ``"trec"`` (item id descending, compared as strings, exactly as trec_eval),
-        ``"optimistic"`` / ``"pessimistic"`` (relevant items first / last).
+        ``"optimistic"`` / ``"pessimistic"`` (within a tie, items in descending / ascending
+        relevance: the best and the worst case, which bound ``"expected"``).
     relevance_threshold:
         An item is relevant when its relevance is >= this (> 0; trec_eval ``-l``). A metric's
         own ``rel=`` parameter overrides it for that metric.

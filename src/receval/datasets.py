@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -242,30 +242,19 @@ def make_interactions(
         _stream_seeds(seed, _RECS_STREAM, has_recs.size),
     )
 
-    truth = pl.DataFrame(
-        {
-            "user": truth_user,
-            "item": truth_item,
-            "relevance": relevance,
-        }
-    )
-    recs = pl.DataFrame(
-        {
-            "user": recs_user,
-            "item": recs_item,
-            "score": recs_score,
-        }
-    )
+    truth_cols: dict[str, Any] = {"user": truth_user, "item": truth_item}
+    recs_cols: dict[str, Any] = {"user": recs_user, "item": recs_item}
     if ids == "str":
         # Format each id once, then gather: much faster than formatting 10^8 rows.
-        user_names = "u" + pl.Series(np.arange(n_users + n_extra)).cast(pl.String)
-        item_names = "i" + pl.Series(np.arange(n_items)).cast(pl.String)
-        truth = truth.with_columns(
-            user=user_names.gather(truth_user), item=item_names.gather(truth_item)
-        )
-        recs = recs.with_columns(
-            user=user_names.gather(recs_user), item=item_names.gather(recs_item)
-        )
+        names = {
+            "user": "u" + pl.Series(np.arange(n_users + n_extra)).cast(pl.String),
+            "item": "i" + pl.Series(np.arange(n_items)).cast(pl.String),
+        }
+        for cols in (truth_cols, recs_cols):
+            for column, values in cols.items():
+                cols[column] = names[column].gather(values)
+    truth = pl.DataFrame({**truth_cols, "relevance": relevance})
+    recs = pl.DataFrame({**recs_cols, "score": recs_score})
     return Interactions(truth=truth, recs=recs)
 
 
