@@ -153,3 +153,30 @@ def test_many_metrics_cost_one_pass() -> None:
     together = receval.evaluate(truth, recs, many)
     for name in many:
         assert together[name] == receval.evaluate(truth, recs, name)[name]
+
+
+@pytest.mark.parametrize(
+    "offset", [0, -50, 10**15 - 30, 2**62], ids=["small", "negative", "near-limit", "huge"]
+)
+def test_trec_integer_ids_rank_like_their_text(offset: int) -> None:
+    """Both text-order paths (direct keys below 10^15, ranking otherwise) equal string ids."""
+    truth, recs = _data(250, seed=6)
+    # item ids of mixed widths (offset + 0..159) so text order differs from numeric order
+    shift = pl.col("item") - 100 + offset
+    truth, recs = truth.with_columns(shift), recs.with_columns(shift)
+    by_int = receval.evaluate(truth, recs, METRICS, ties="trec")
+    by_str = receval.evaluate(_as_strings(truth), _as_strings(recs), METRICS, ties="trec")
+    assert by_int.means == by_str.means
+
+
+def test_text_order_keys_match_python_string_order() -> None:
+    from receval._kernels import TEXT_KEY_LIMIT, text_order_keys
+
+    rng = np.random.default_rng(7)
+    values = np.concatenate(
+        [rng.integers(0, TEXT_KEY_LIMIT, 3000), rng.integers(0, 2000, 3000), [0, 9, 10, 99, 100]]
+    )
+    keys = text_order_keys(values)
+    assert keys.max() < 2**53
+    by_key = [str(v) for v in values[np.argsort(keys, kind="stable")]]
+    assert by_key == sorted(str(v) for v in values)

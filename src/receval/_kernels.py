@@ -435,3 +435,37 @@ def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray)
                 items, offsets[g], offsets[g + 1], seen_key, seen_stamp, a + 1
             )
     return flags
+
+
+TEXT_KEY_LIMIT = 10**15
+"""Integers below this have at most 15 digits, so their text-order key is below 2^53."""
+
+
+@njit(cache=True, parallel=True)
+def text_order_keys(values: np.ndarray) -> np.ndarray:
+    """Keys that order non-negative integers (< 10^15) as their decimal text compares.
+
+    The text d_1..d_L becomes the base-11 number with digits d_i + 1, padded with 0 (end of
+    text, below every digit) to 15 places, so a prefix sorts first ("10" < "9"). Every key is
+    below 11^15 < 2^53 and survives the float64 comparison of the tie sort exactly.
+    """
+    out = np.empty(values.shape[0], dtype=np.int64)
+    digits = 15
+    for i in prange(values.shape[0]):
+        v = values[i]
+        width = 1
+        p = 10
+        while width < digits and v >= p:
+            width += 1
+            p *= 10
+        code = 0  # the digits, least significant first, as base-11 places
+        x = v
+        place = 1
+        for _ in range(width):
+            code += (x % 10 + 1) * place
+            x //= 10
+            place *= 11
+        for _ in range(digits - width):  # pad: shift to the 15 most significant places
+            code *= 11
+        out[i] = code
+    return out

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from ._errors import InputError
+from ._kernels import TEXT_KEY_LIMIT, text_order_keys
 
 __all__ = ["Grouped", "check_frame", "exact_item_keys", "group_by_user", "item_keys", "unify_ids"]
 
@@ -171,11 +172,16 @@ def exact_item_keys(truth_items: pl.Series, recs_items: pl.Series) -> tuple[np.n
 
 
 def trec_tie_keys(items: pl.Series, keys: np.ndarray) -> np.ndarray:
-    """Per row, the rank of its item id among all ids compared as strings (trec_eval order).
+    """Per row, a key that orders item ids as their text compares (trec_eval order).
 
-    ``keys`` are the kernel's item keys of the same rows (equal ids have equal keys, distinct
-    ids distinct keys): the ids are ranked once per key, then joined back on the key.
+    Integer ids in [0, 10^15) get their key directly (:func:`text_order_keys`). Otherwise
+    ``keys``, the kernel's item keys of the same rows (equal ids have equal keys, distinct ids
+    distinct keys), pick one id per key; those ids are ranked as text and joined back.
     """
+    if items.dtype.is_integer() and keys.size:
+        low, high = int(keys.min()), int(keys.max())
+        if low >= 0 and high < TEXT_KEY_LIMIT:
+            return text_order_keys(keys)
     rows = pl.DataFrame({"key": keys, "id": items})
     uniq = rows.unique(subset="key", keep="any")
     uniq = uniq.select(
