@@ -282,3 +282,15 @@ def test_repr(res: receval.Result) -> None:
         assert m in text
     assert "3 evaluated" in text
     assert "1 recs users not in truth" in text
+
+
+def test_html_repr_lists_every_metric_and_the_counts() -> None:
+    truth = {"u": {"a": 1}, "v": {"b": 0}}
+    recs = {"u": {"a": 0.5, "z": 0.4}, "w": {"a": 1.0}}
+    res = receval.evaluate(truth, recs, ["ndcg@2", "precision@2"])
+    page = res._repr_html_()
+    assert "<td>ndcg@2</td><td>1.000000</td>" in page
+    assert "<td>precision@2</td><td>0.500000</td>" in page
+    assert (
+        "1 evaluated, 0 without recs, 1 without relevant items, 1 recs users not in truth" in page
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from collections.abc import Iterator, Mapping
@@ -117,6 +118,20 @@ class Result(Mapping[str, float]):
         doc = self.to_dict()
         doc["metrics"] = {k: (None if math.isnan(v) else v) for k, v in doc["metrics"].items()}
         return json.dumps(doc, indent=indent)
+
+    def _repr_html_(self) -> str:
+        """A table of the means and the counts, for notebooks."""
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{v:.6f}</td></tr>" for k, v in self._means.items()
+        )
+        c = self._counts
+        return (
+            "<table><thead><tr><th>metric</th><th>value</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+            f"<p>users: {c.evaluated} evaluated, {c.no_recs} without recs, {c.no_relevant} "
+            f"without relevant items, {c.recs_not_in_truth} recs users not in truth; "
+            f"ties={html.escape(str(self._settings.get('ties')))}</p>"
+        )
 
     def __repr__(self) -> str:
         width = max(len(k) for k in self._means)
