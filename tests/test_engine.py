@@ -180,3 +180,25 @@ def test_text_order_keys_match_python_string_order() -> None:
     assert keys.max() < 2**53
     by_key = [str(v) for v in values[np.argsort(keys, kind="stable")]]
     assert by_key == sorted(str(v) for v in values)
+
+
+def test_expected_ties_are_bitwise_independent_of_row_order() -> None:
+    """Fractional gains in a tie are summed in one canonical order, whatever the input order."""
+    rng = np.random.default_rng(8)
+    n = 400
+    truth = pl.DataFrame(
+        {"user": np.repeat(np.arange(20), 20), "item": np.tile(np.arange(20), 20),
+         "relevance": rng.choice([0.1, 0.2, 0.7, 1.3, 2.9], n)}
+    )  # fmt: skip
+    recs = truth.select("user", "item", score=pl.lit(rng.integers(0, 3, n)).cast(pl.Float64))
+    metrics = ["ndcg@7", "dcg@5", "cg@3", "ndcg(gain=exp)"]
+    base = receval.evaluate(truth, recs, metrics, relevance_threshold=0.5)
+    for seed in range(5):
+        shuffled = receval.evaluate(
+            truth.sample(fraction=1.0, shuffle=True, seed=seed),
+            recs.sample(fraction=1.0, shuffle=True, seed=seed + 10),
+            metrics,
+            relevance_threshold=0.5,
+        )
+        assert shuffled.per_user.equals(base.per_user)
+        assert shuffled.means == base.means

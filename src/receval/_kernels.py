@@ -135,6 +135,25 @@ def _sort_group(
 
 
 @njit(cache=True, nogil=True)
+def _sorted_sum(values: np.ndarray, lo: int, hi: int) -> float:
+    """Sum of values[lo:hi] taken in ascending order (sorts the slice in place)."""
+    if hi - lo > 32:
+        values[lo:hi] = np.sort(values[lo:hi])
+    else:
+        for a in range(lo + 1, hi):
+            v = values[a]
+            b = a - 1
+            while b >= lo and values[b] > v:
+                values[b + 1] = values[b]
+                b -= 1
+            values[b + 1] = v
+    total = 0.0
+    for a in range(lo, hi):
+        total += values[a]
+    return total
+
+
+@njit(cache=True, nogil=True)
 def _score_user(
     u: int,
     t_off: np.ndarray,
@@ -278,10 +297,12 @@ def _score_user(
             m = e - s
             j = min(e, kc) - s
             if op in (OP_CG, OP_DCG, OP_NDCG):
-                gsum = 0.0
-                for a in range(s, e):
-                    if prow[a] >= 0:
-                        gsum += t_gain[gv, prow[a]]
+                if m == 1:
+                    gsum = t_gain[gv, prow[s]] if prow[s] >= 0 else 0.0
+                else:  # summed in sorted order: the same for every input order of the tie
+                    for a in range(s, e):
+                        tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 else 0.0
+                    gsum = _sorted_sum(tkey, s, e)
                 if gsum != 0.0:
                     gm = gsum / m
                     if op == OP_CG:
