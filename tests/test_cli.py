@@ -347,3 +347,52 @@ def test_demo_save_then_evaluate(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0
     assert json.loads(out2)["metrics"] == lib.means
+
+
+# ---------------------------------------------------------------------------------- config
+
+
+def test_config_toml_with_relative_paths(files: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "eval.toml").write_text(
+        'truth = "truth.parquet"\nrecs = "recs.parquet"\nmetrics = ["mrr", "precision@1"]\n'
+        'ties = "expected"\nformat = "json"\nper_user = "out/pu.csv"\n'
+    )
+    (tmp_path / "out").mkdir()
+    code, out, _ = cli("evaluate", "--config", tmp_path / "eval.toml")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["metrics"]["mrr"] == pytest.approx(HAND["mrr"], rel=1e-15)
+    assert doc["metrics"]["precision@1"] == pytest.approx(HAND["precision@1"], rel=1e-15)
+    assert pl.read_csv(tmp_path / "out" / "pu.csv").columns == ["user", "mrr", "precision@1"]
+
+
+def test_flags_override_the_config(files: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "eval.json").write_text(
+        json.dumps({"truth": "truth.parquet", "recs": "recs.parquet", "metrics": ["mrr"],
+                    "ties": "optimistic", "format": "json"})
+    )  # fmt: skip
+    code, out, _ = cli("evaluate", "--config", tmp_path / "eval.json", "--ties", "pessimistic")
+    assert code == 0
+    assert json.loads(out)["settings"]["ties"] == "pessimistic"
+    # pessimistic: u1's z before b -> 1/2; u2 1/2; u3 0 -> 1/3
+    assert json.loads(out)["metrics"]["mrr"] == pytest.approx(1 / 3, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('truth = "t.parquet"\nrecs = "r.parquet"\nmetrix = ["mrr"]\n', "unknown key 'metrix'"),
+        ('truth = "t.parquet"\nrecs = "r.parquet"\nmetrics = [3]\n', "list of metric strings"),
+        ('truth = 3\nrecs = "r.parquet"\nmetrics = ["mrr"]\n', "truth must be a path string"),
+        ('recs = "r.parquet"\nmetrics = ["mrr"]\n', "missing --truth"),
+        ("truth = [\n", "is not valid TOML"),
+    ],
+    ids=["unknown-key", "bad-metrics", "bad-path", "no-truth", "bad-toml"],
+)
+def test_config_errors(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "eval.toml").write_text(text)
+    code, _, err = cli("evaluate", "--config", tmp_path / "eval.toml")
+    assert code == 2
+    assert message in " ".join(err.split())
+    if message.startswith("unknown key"):
+        assert "did you mean 'metrics'" in " ".join(err.split())

@@ -13,7 +13,7 @@ import sys
 import time
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import polars as pl
 import typer
@@ -21,7 +21,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ._errors import RecevalError
+from ._config import load_config
+from ._errors import InputError, RecevalError
 from ._evaluate import evaluate
 from ._io import write_frame
 from ._registry import list_metrics
@@ -98,23 +99,51 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
     )
 
 
+_EVALUATE_DEFAULTS: dict[str, Any] = {
+    "user_col": "user",
+    "item_col": "item",
+    "score_col": "score",
+    "rank_col": None,
+    "relevance_col": None,
+    "ties": "expected",
+    "relevance_threshold": 1.0,
+    "no_recs": "zero",
+    "format": "table",
+    "per_user": None,
+}
+
+
 @app.command("evaluate")
 def evaluate_cmd(
-    truth: Annotated[Path, typer.Option(help="Truth file: Parquet, CSV, TSV or TREC qrels.")],
-    recs: Annotated[Path, typer.Option(help="Recommendations: Parquet, CSV, TSV or TREC run.")],
+    truth: Annotated[
+        Path | None, typer.Option(help="Truth file: Parquet, CSV, TSV or TREC qrels.")
+    ] = None,
+    recs: Annotated[
+        Path | None, typer.Option(help="Recommendations: Parquet, CSV, TSV or TREC run.")
+    ] = None,
     metric: Annotated[
-        list[str], typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10.")
-    ],
-    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+        list[str] | None,
+        typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML or JSON file of settings (keys as evaluate's options, plus truth, recs, "
+            "metrics, per_user, format); flags given here override it."
+        ),
+    ] = None,
+    fmt: Annotated[
+        Format | None, typer.Option("--format", help="Output format [default: table].")
+    ] = None,
     per_user: Annotated[
         Path | None,
         typer.Option(help="Write per-user values to this .parquet or .csv file (atomically)."),
     ] = None,
-    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
-    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+    user_col: Annotated[str | None, typer.Option(help="User id column [default: user].")] = None,
+    item_col: Annotated[str | None, typer.Option(help="Item id column [default: item].")] = None,
     score_col: Annotated[
-        str, typer.Option(help="Score column of recs (higher is better).")
-    ] = "score",
+        str | None, typer.Option(help="Score column of recs, higher is better [default: score].")
+    ] = None,
     rank_col: Annotated[
         str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
     ] = None,
@@ -122,29 +151,49 @@ def evaluate_cmd(
         str | None,
         typer.Option(help="Relevance column of truth [default: relevance, or 1 when absent]."),
     ] = None,
-    ties: Annotated[Ties, typer.Option(help="Tie policy.")] = Ties.expected,
+    ties: Annotated[Ties | None, typer.Option(help="Tie policy [default: expected].")] = None,
     threshold: Annotated[
-        float, typer.Option(help="Relevance threshold: relevant when relevance >= this.")
-    ] = 1.0,
+        float | None,
+        typer.Option(help="Relevance threshold: relevant when relevance >= this [default: 1]."),
+    ] = None,
     no_recs: Annotated[
-        NoRecs, typer.Option(help="Evaluated users without recs: zero, skip or raise.")
-    ] = NoRecs.zero,
+        NoRecs | None,
+        typer.Option(help="Evaluated users without recs: zero, skip or raise [default: zero]."),
+    ] = None,
 ) -> None:
     """Evaluate recommendations against truth and print the metrics."""
+    flags: dict[str, Any] = {
+        "truth": truth, "recs": recs, "metrics": metric or None, "per_user": per_user,
+        "format": fmt.value if fmt else None, "user_col": user_col, "item_col": item_col,
+        "score_col": score_col, "rank_col": rank_col, "relevance_col": relevance_col,
+        "ties": ties.value if ties else None, "relevance_threshold": threshold,
+        "no_recs": no_recs.value if no_recs else None,
+    }  # fmt: skip
     try:
+        settings = dict(_EVALUATE_DEFAULTS)
+        if config is not None:
+            settings.update(load_config(config))
+        settings.update({k: v for k, v in flags.items() if v is not None})
+        for key, flag in (("truth", "--truth"), ("recs", "--recs"), ("metrics", "--metric")):
+            if settings.get(key) is None:
+                msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
+                raise InputError(msg)
+        try:
+            out_format = Format(settings.pop("format"))
+        except ValueError:
+            msg = f"format must be one of table, json, csv; got {settings['format']!r}."
+            raise InputError(msg) from None
+        out_path = settings.pop("per_user")
         start = time.perf_counter()
         res = evaluate(
-            truth, recs, metric,
-            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=ties.value, relevance_threshold=threshold,
-            no_recs=no_recs.value,
-        )  # fmt: skip
+            settings.pop("truth"), settings.pop("recs"), settings.pop("metrics"), **settings
+        )
         seconds = time.perf_counter() - start
-        if per_user is not None:
-            write_frame(res.per_user, per_user)
+        if out_path is not None:
+            write_frame(res.per_user, out_path)
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
-    _print_result(res, fmt, seconds)
+    _print_result(res, out_format, seconds)
 
 
 @app.command("metrics")
