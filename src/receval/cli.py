@@ -133,32 +133,32 @@ def evaluate_cmd(
         ),
     ] = None,
     fmt: Annotated[
-        Format | None, typer.Option("--format", help="Output format [default: table].")
+        Format | None, typer.Option("--format", help="Output format \\[default: table].")
     ] = None,
     per_user: Annotated[
         Path | None,
         typer.Option(help="Write per-user values to this .parquet or .csv file (atomically)."),
     ] = None,
-    user_col: Annotated[str | None, typer.Option(help="User id column [default: user].")] = None,
-    item_col: Annotated[str | None, typer.Option(help="Item id column [default: item].")] = None,
+    user_col: Annotated[str | None, typer.Option(help="User id column \\[default: user].")] = None,
+    item_col: Annotated[str | None, typer.Option(help="Item id column \\[default: item].")] = None,
     score_col: Annotated[
-        str | None, typer.Option(help="Score column of recs, higher is better [default: score].")
+        str | None, typer.Option(help="Score column of recs, higher is better \\[default: score].")
     ] = None,
     rank_col: Annotated[
         str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
     ] = None,
     relevance_col: Annotated[
         str | None,
-        typer.Option(help="Relevance column of truth [default: relevance, or 1 when absent]."),
+        typer.Option(help="Relevance column of truth \\[default: relevance, or 1 when absent]."),
     ] = None,
-    ties: Annotated[Ties | None, typer.Option(help="Tie policy [default: expected].")] = None,
+    ties: Annotated[Ties | None, typer.Option(help="Tie policy \\[default: expected].")] = None,
     threshold: Annotated[
         float | None,
-        typer.Option(help="Relevance threshold: relevant when relevance >= this [default: 1]."),
+        typer.Option(help="Relevance threshold: relevant when relevance >= this \\[default: 1]."),
     ] = None,
     no_recs: Annotated[
         NoRecs | None,
-        typer.Option(help="Evaluated users without recs: zero, skip or raise [default: zero]."),
+        typer.Option(help="Evaluated users without recs: zero, skip or raise \\[default: zero]."),
     ] = None,
 ) -> None:
     """Evaluate recommendations against truth and print the metrics."""
