@@ -67,20 +67,32 @@ def _slot(key: int, bits: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _has_duplicate(
-    items: np.ndarray, lo: int, hi: int, seen_key: np.ndarray, seen_stamp: np.ndarray, stamp: int
+def _fill_table(
+    items: np.ndarray,
+    lo: int,
+    hi: int,
+    tab_key: np.ndarray,
+    tab_val: np.ndarray,
+    tab_stamp: np.ndarray,
+    stamp: int,
 ) -> bool:
+    """Put items[lo:hi] (value: the row) in an open-addressing table; True on a duplicate.
+
+    Slots whose stamp differs from ``stamp`` are empty, so the table is never cleared; it is
+    probed with :func:`_slot` on ``_table_bits(hi - lo)`` bits.
+    """
     bits = _table_bits(hi - lo)
     mask = (1 << bits) - 1
     for a in range(lo, hi):
         key = items[a]
         slot = _slot(key, bits)
-        while seen_stamp[slot] == stamp:
-            if seen_key[slot] == key:
+        while tab_stamp[slot] == stamp:
+            if tab_key[slot] == key:
                 return True
             slot = (slot + 1) & mask
-        seen_stamp[slot] = stamp
-        seen_key[slot] = key
+        tab_stamp[slot] = stamp
+        tab_key[slot] = key
+        tab_val[slot] = a
     return False
 
 
@@ -180,6 +192,7 @@ def _score_user(
     tab_val: np.ndarray,
     tab_stamp: np.ndarray,
     seen_key: np.ndarray,
+    seen_val: np.ndarray,
     seen_stamp: np.ndarray,
     prow_buf: np.ndarray,
     prel_buf: np.ndarray,
@@ -189,20 +202,12 @@ def _score_user(
     ts = t_off[u]
     te = t_off[u + 1]
     nt = te - ts
-    # truth of the user in an open-addressing table keyed by item (stamped, never cleared)
+    # truth of the user in a hash table keyed by item
+    stamp = u + 1
+    if _fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
+        return STATUS_DUP_TRUTH
     tbits = _table_bits(nt)
     tmask = (1 << tbits) - 1
-    stamp = 2 * u + 1
-    for a in range(ts, te):
-        key = t_item[a]
-        slot = _slot(key, tbits)
-        while tab_stamp[slot] == stamp:
-            if tab_key[slot] == key:
-                return STATUS_DUP_TRUTH
-            slot = (slot + 1) & tmask
-        tab_stamp[slot] = stamp
-        tab_key[slot] = key
-        tab_val[slot] = a
     for c in range(thresholds.shape[0]):
         cnt = 0
         for a in range(ts, te):
@@ -219,7 +224,7 @@ def _score_user(
 
     # order the list (stable only where the policy reads input order), match it against truth
     order = _argsort_desc(r_score[rs : rs + n], policy == POLICY_FIRST)
-    if n > 1 and _has_duplicate(r_item, rs, rs + n, seen_key, seen_stamp, stamp):
+    if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
     prel = prel_buf[:n]
@@ -418,6 +423,7 @@ def _rank_users(
         tab_val = np.empty(tsize, dtype=np.int64)
         tab_stamp = np.zeros(tsize, dtype=np.int64)
         seen_key = np.empty(rsize, dtype=np.int64)
+        seen_val = np.empty(rsize, dtype=np.int64)
         seen_stamp = np.zeros(rsize, dtype=np.int64)
         prow_buf = np.empty(n_max, dtype=np.int64)
         prel_buf = np.empty(n_max, dtype=np.float64)
@@ -427,8 +433,8 @@ def _rank_users(
             status[u] = _score_user(
                 u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
                 thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
-                tab_key, tab_val, tab_stamp, seen_key, seen_stamp, prow_buf, prel_buf, gstart_buf,
-                tkey_buf,
+                tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
+                gstart_buf, tkey_buf,
             )  # fmt: skip
     return out, nrel, status, t_match
 
@@ -449,11 +455,12 @@ def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray)
             n_max = max(n_max, offsets[groups[a] + 1] - offsets[groups[a]])
         size = 1 << _table_bits(n_max)
         seen_key = np.empty(size, dtype=np.int64)
+        seen_val = np.empty(size, dtype=np.int64)
         seen_stamp = np.zeros(size, dtype=np.int64)
         for a in range(lo, hi):
             g = groups[a]
-            flags[a] = _has_duplicate(
-                items, offsets[g], offsets[g + 1], seen_key, seen_stamp, a + 1
+            flags[a] = _fill_table(
+                items, offsets[g], offsets[g + 1], seen_key, seen_val, seen_stamp, a + 1
             )
     return flags
 
