@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 import pytest
@@ -202,3 +204,26 @@ def test_expected_ties_are_bitwise_independent_of_row_order() -> None:
         )
         assert shuffled.per_user.equals(base.per_user)
         assert shuffled.means == base.means
+
+
+@pytest.mark.filterwarnings("ignore:no user is evaluated by recall")
+def test_each_kernel_compiles_one_signature(tmp_path: Path) -> None:
+    """Inputs of every origin reach the kernels with one type each (no recompiles)."""
+    from receval import _kernels
+
+    truth, recs = _data(50, seed=9)
+    ranked = recs.with_columns(rank=pl.col("score").rank("ordinal", descending=True).over("user"))
+    recs.write_parquet(tmp_path / "recs.parquet")
+    calls = [
+        (truth, recs, {}),
+        (truth.to_pandas(), recs.to_pandas(), {"ties": "trec"}),
+        (truth.to_arrow(), tmp_path / "recs.parquet", {"ties": "first"}),
+        (_as_strings(truth), _as_strings(recs), {"ties": "trec"}),
+        (truth, ranked, {"rank_col": "rank"}),
+        (truth.drop("relevance"), recs.with_columns(pl.col("score").cast(pl.Int32)), {}),
+        (truth, recs, {"ties": "optimistic"}),
+    ]
+    for t, r, kwargs in calls:
+        receval.evaluate(t, r, [*METRICS, "ndcg(gain=exp)@3", "recall(rel=2)@4"], **kwargs)
+    for kernel in (_kernels._rank_users, _kernels._duplicate_groups, _kernels._text_order_keys):
+        assert len(kernel.signatures) == 1, (kernel, kernel.signatures)

@@ -275,9 +275,9 @@ def _run(
     args = (
         t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
         np.array(thresholds, dtype=np.float64), ops, ks, np.array(thr_idx, dtype=np.int64),
-        np.array(gain_idx, dtype=np.int64), fpar, _POLICY[ties], log2p,
+        np.array(gain_idx, dtype=np.int64), fpar, log2p,
     )  # fmt: skip
-    out, nrel, status, t_match = K._rank_users(*args, n_chunks)
+    out, nrel, status, t_match = K.rank_users(args, _POLICY[ties], n_chunks)
 
     unmatched = np.ones(r_grp.n_users, dtype=np.bool_)
     unmatched[u2r[u2r >= 0]] = False
@@ -294,7 +294,7 @@ def _run(
         if ties == "trec":
             r_tie = trec_tie_keys(r_items, r_item)
         args = (*args[:1], t_item, *args[2:5], r_item, r_score, r_tie, *args[8:])
-        out, nrel, status, t_match = K._rank_users(*args, n_chunks)
+        out, nrel, status, t_match = K.rank_users(args, _POLICY[ties], n_chunks)
         other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
         if status.any() or other_dups.any():
             _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)

@@ -22,6 +22,8 @@ definitions, computed with the same operations as trec_eval.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
@@ -440,7 +442,7 @@ def _rank_users(
 
 
 @njit(cache=True, parallel=True)
-def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
+def _duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
     flags = np.zeros(groups.shape[0], dtype=np.bool_)
     n_chunks = min(groups.shape[0], 64)
@@ -470,7 +472,7 @@ TEXT_KEY_LIMIT = 10**15
 
 
 @njit(cache=True, parallel=True)
-def text_order_keys(values: np.ndarray) -> np.ndarray:
+def _text_order_keys(values: np.ndarray) -> np.ndarray:
     """Keys that order non-negative integers (< 10^15) as their decimal text compares.
 
     The text d_1..d_L becomes the base-11 number with digits d_i + 1, padded with 0 (end of
@@ -497,3 +499,45 @@ def text_order_keys(values: np.ndarray) -> np.ndarray:
             code *= 11
         out[i] = code
     return out
+
+
+# ----------------------------------------------------------------------------- Python wrappers
+#
+# Numba compiles one machine-code version per argument type, and a read-only array (Polars
+# hands out zero-copy read-only views) is a different type from a writable one. The wrappers
+# pass every input array read-only, so each kernel has exactly one signature: compiled once,
+# cached on disk, and never compiled again whatever the input's origin.
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def rank_users(
+    arrays: tuple[np.ndarray, ...], policy: int, n_chunks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the ranking kernel over every truth user.
+
+    ``arrays`` are, in order: ``t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie,
+    u2r, thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p`` (see the module docstring).
+    Returns ``out`` (users x metrics), ``nrel`` (users x thresholds: |R| per threshold),
+    ``status`` (per user: ok or a duplicate) and ``t_match`` (per truth row: the recs row it
+    matched, or -1).
+    """
+    frozen = [_frozen(a) for a in arrays]
+    kernel: Any = _rank_users
+    return kernel(*frozen[:15], policy, frozen[15], n_chunks)  # type: ignore[no-any-return]
+
+
+def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
+    kernel: Any = _duplicate_groups
+    return kernel(_frozen(offsets), _frozen(items), _frozen(groups))  # type: ignore[no-any-return]
+
+
+def text_order_keys(values: np.ndarray) -> np.ndarray:
+    """Keys that order non-negative integers (< ``TEXT_KEY_LIMIT``) as their text compares."""
+    kernel: Any = _text_order_keys
+    return kernel(_frozen(values))  # type: ignore[no-any-return]
