@@ -386,8 +386,9 @@ def test_flags_override_the_config(files: dict[str, Path], tmp_path: Path) -> No
         ('truth = 3\nrecs = "r.parquet"\nmetrics = ["mrr"]\n', "truth must be a path string"),
         ('recs = "r.parquet"\nmetrics = ["mrr"]\n', "missing --truth"),
         ("truth = [\n", "is not valid TOML"),
+        ('truth = "t"\nrecs = "r"\nmetrics = ["mrr"]\nformat = "xml"\n', "got 'xml'"),
     ],
-    ids=["unknown-key", "bad-metrics", "bad-path", "no-truth", "bad-toml"],
+    ids=["unknown-key", "bad-metrics", "bad-path", "no-truth", "bad-toml", "bad-format"],
 )
 def test_config_errors(tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "eval.toml").write_text(text)

@@ -98,6 +98,20 @@ def _fill_table(
     return False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _find(
+    key: int, bits: int, tab_key: np.ndarray, tab_val: np.ndarray, tab_stamp: np.ndarray, stamp: int
+) -> int:
+    """The value stored for ``key`` by :func:`_fill_table` under ``stamp``, or -1."""
+    mask = (1 << bits) - 1
+    slot = _slot(key, bits)
+    while tab_stamp[slot] == stamp:
+        if tab_key[slot] == key:
+            return tab_val[slot]  # type: ignore[no-any-return]
+        slot = (slot + 1) & mask
+    return -1
+
+
 @njit(cache=True, nogil=True)
 def _argsort_desc(keys: np.ndarray, stable: bool) -> np.ndarray:
     """Argsort by descending key; stable (input order among equal keys) when asked."""
@@ -209,7 +223,6 @@ def _score_user(
     if _fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
         return STATUS_DUP_TRUTH
     tbits = _table_bits(nt)
-    tmask = (1 << tbits) - 1
     for c in range(thresholds.shape[0]):
         cnt = 0
         for a in range(ts, te):
@@ -233,18 +246,12 @@ def _score_user(
     tkey = tkey_buf[:n]
     for p in range(n):
         row = rs + order[p]
-        key = r_item[row]
-        slot = _slot(key, tbits)
-        prow[p] = -1
+        trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+        prow[p] = trow
         prel[p] = 0.0
-        while tab_stamp[slot] == stamp:
-            if tab_key[slot] == key:
-                trow = tab_val[slot]
-                prow[p] = trow
-                prel[p] = t_rel[trow]
-                t_match[trow] = row
-                break
-            slot = (slot + 1) & tmask
+        if trow >= 0:
+            prel[p] = t_rel[trow]
+            t_match[trow] = row
 
     # tie groups: runs of equal scores, in list order
     gstart = gstart_buf[: n + 1]

@@ -19,7 +19,16 @@ import polars as pl
 from ._errors import InputError
 from ._kernels import TEXT_KEY_LIMIT, text_order_keys
 
-__all__ = ["Grouped", "check_frame", "exact_item_keys", "group_by_user", "item_keys", "unify_ids"]
+__all__ = [
+    "Grouped",
+    "check_frame",
+    "exact_item_keys",
+    "group_by_user",
+    "item_keys",
+    "show_rows",
+    "trec_tie_keys",
+    "unify_ids",
+]
 
 Role = Literal["truth", "recs"]
 _SHOW = 5

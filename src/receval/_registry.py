@@ -43,7 +43,6 @@ __all__ = [
     "Metric",
     "MetricSpec",
     "Param",
-    "get_spec",
     "list_metrics",
     "parse_metric",
     "parse_metrics",
@@ -189,14 +188,6 @@ def register(spec: MetricSpec) -> MetricSpec:
 def list_metrics() -> tuple[MetricSpec, ...]:
     """Every registered metric, in registration order."""
     return tuple(_REGISTRY.values())
-
-
-def get_spec(name: str) -> MetricSpec:
-    """The spec registered under ``name`` or one of its aliases."""
-    key = _normalise_name(name)
-    if key not in _ALIASES:
-        raise MetricError(_unknown(name, name))
-    return _REGISTRY[_ALIASES[key]]
 
 
 def parse_metric(text: str | Metric) -> Metric:

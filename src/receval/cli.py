@@ -99,20 +99,6 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
     )
 
 
-_EVALUATE_DEFAULTS: dict[str, Any] = {
-    "user_col": "user",
-    "item_col": "item",
-    "score_col": "score",
-    "rank_col": None,
-    "relevance_col": None,
-    "ties": "expected",
-    "relevance_threshold": 1.0,
-    "no_recs": "zero",
-    "format": "table",
-    "per_user": None,
-}
-
-
 @app.command("evaluate")
 def evaluate_cmd(
     truth: Annotated[
@@ -170,7 +156,8 @@ def evaluate_cmd(
         "no_recs": no_recs.value if no_recs else None,
     }  # fmt: skip
     try:
-        settings = dict(_EVALUATE_DEFAULTS)
+        # evaluate's own defaults apply to whatever neither the config nor a flag sets
+        settings: dict[str, Any] = {"format": "table", "per_user": None}
         if config is not None:
             settings.update(load_config(config))
         settings.update({k: v for k, v in flags.items() if v is not None})
@@ -178,10 +165,11 @@ def evaluate_cmd(
             if settings.get(key) is None:
                 msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
                 raise InputError(msg)
+        fmt_value = settings.pop("format")
         try:
-            out_format = Format(settings.pop("format"))
+            out_format = Format(fmt_value)
         except ValueError:
-            msg = f"format must be one of table, json, csv; got {settings['format']!r}."
+            msg = f"format must be one of table, json, csv; got {fmt_value!r}."
             raise InputError(msg) from None
         out_path = settings.pop("per_user")
         start = time.perf_counter()
