@@ -135,6 +135,10 @@ def _sample_values(spec: MetricSpec) -> dict[str, list[str]]:
             out[p.name] = ["2", "0.5"]
         elif p.kind == "positive":
             out[p.name] = [v for v in ("2", "0.5", "3") if v != str(p.default)][:2]
+        elif p.kind == "number":
+            out[p.name] = [v for v in ("0.25", "-1", "3") if v != str(p.default)][:2]
+        elif p.kind == "fraction":
+            out[p.name] = [v for v in ("0.5", "0.25", "0.75") if v != str(p.default)][:2]
         elif p.kind == "choice":
             out[p.name] = [c for c in p.choices if c != p.default]
         elif p.kind == "gain":
@@ -282,7 +286,7 @@ def test_did_you_mean(text: str, suggestion: str) -> None:
     assert set(suggested) <= set(SPECS)
 
 
-@pytest.mark.parametrize("text", ["auc", "zzzzzz@10", "logloss"])
+@pytest.mark.parametrize("text", ["bleu", "zzzzzz@10", "qwxyz"])
 def test_unknown_far_name_lists_known_metrics(text: str) -> None:
     with pytest.raises(MetricError, match="known metrics: ") as info:
         parse_metric(text)

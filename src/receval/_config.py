@@ -8,7 +8,9 @@ Example ``eval.toml``::
 
     truth = "data/test.parquet"
     recs = "runs/model.parquet"
-    metrics = ["ndcg@10", "ndcg(gain=exp)@10", "map(denominator=min)@100", "recall@20"]
+    metrics = ["ndcg@10", "ndcg(gain=exp)@10", "map(denominator=min)@100", "recall@20",
+               "coverage@10", "novelty@10"]
+    train = "data/train.parquet"
     ties = "expected"
     relevance_threshold = 1
     per_user = "out/per_user.parquet"
@@ -26,11 +28,13 @@ from ._errors import InputError
 
 __all__ = ["CONFIG_KEYS", "load_config"]
 
-_PATHS = ("truth", "recs", "per_user")
+_PATHS = ("truth", "recs", "per_user", "train", "items")
 _STRINGS = (
     "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format"
 )  # fmt: skip
-CONFIG_KEYS = (*_PATHS, "metrics", *_STRINGS, "relevance_threshold")
+CONFIG_KEYS = (
+    *_PATHS, "metrics", *_STRINGS, "relevance_threshold", "item_features", "rating_range"
+)  # fmt: skip
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -82,6 +86,26 @@ def _check(source: Path, key: str, value: Any) -> Any:
             msg = f"{where} must be a list of metric strings such as ['ndcg@10']; got {value!r}."
             raise InputError(msg)
         return value
+    if key == "item_features":
+        ok = isinstance(value, str) or (
+            isinstance(value, list) and value and all(isinstance(c, str) for c in value)
+        )
+        if not ok:
+            msg = (
+                f"{where} must be a column name or a list of column names of items; got {value!r}."
+            )
+            raise InputError(msg)
+        return value
+    if key == "rating_range":
+        ok = (
+            isinstance(value, list)
+            and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        )
+        if not ok:
+            msg = f"{where} must be two numbers [r_min, r_max]; got {value!r}."
+            raise InputError(msg)
+        return (value[0], value[1])
     if key == "relevance_threshold":
         if isinstance(value, bool) or not isinstance(value, int | float):
             msg = f"{where} must be a number; got {value!r}."

@@ -1,10 +1,23 @@
-"""``evaluate``: top-K ranking metrics of recommendations against truth."""
+"""``evaluate``: every metric family of recommendations against truth.
+
+Internal protocol between the families. :func:`evaluate` reads and checks the inputs, builds
+the canonical layout once (:class:`Prepared`: rows grouped by user, item keys, truth matched
+against recs by the ranking kernel) and hands each family's metrics to its part:
+
+* ``ranking``: :func:`_ranking_part` (this module, :mod:`receval._kernels`);
+* ``classification`` and ``rating``: :mod:`receval._pointwise`;
+* ``beyond``: :mod:`receval._beyond`.
+
+Each part returns a :class:`Part` (means, per-user columns, details); :func:`_merge` joins them
+into one :class:`~receval.Result`.
+"""
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 import numba
@@ -24,10 +37,10 @@ from ._layout import (
     trec_tie_keys,
     unify_ids,
 )
-from ._registry import Metric, ParamValue, parse_metrics
+from ._registry import Family, Metric, ParamValue, parse_metrics
 from ._result import Counts, Result
 
-__all__ = ["NoRecsPolicy", "TiesPolicy", "evaluate"]
+__all__ = ["NoRecsPolicy", "Part", "Prepared", "TiesPolicy", "evaluate"]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
 NoRecsPolicy = Literal["zero", "skip", "raise"]
@@ -69,8 +82,12 @@ def evaluate(
     ties: TiesPolicy = "expected",
     relevance_threshold: float = 1,
     no_recs: NoRecsPolicy = "zero",
+    train: Any = None,
+    items: Any = None,
+    item_features: str | list[str] | Callable[[Any, Any], float] | None = None,
+    rating_range: tuple[float, float] | None = None,
 ) -> Result:
-    """Evaluate ranked recommendations against truth with top-K ranking metrics.
+    """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
     Parameters
     ----------
@@ -101,6 +118,18 @@ def evaluate(
     no_recs:
         Evaluated users with no recommendations score 0 (``"zero"``, trec_eval ``-c``), are
         left out (``"skip"``) or raise an error (``"raise"``).
+    train:
+        Training interactions ``(user, item)`` (same sources as ``truth``): item popularity
+        for ``novelty``, ``arp`` and ``long_tail``, and catalog items for ``coverage``.
+    items:
+        The item table (``item_col`` plus feature columns): the catalog for ``coverage`` and
+        ``gini``, and the item features for ``ils`` / ``diversity``.
+    item_features:
+        How ``ils`` / ``diversity`` compare two items: the name of a list/array column of
+        ``items`` (cosine of vectors), a list of categorical columns (Jaccard of feature
+        sets), or a function ``sim(item_a, item_b) -> float`` of two item ids.
+    rating_range:
+        ``(r_min, r_max)`` of the rating scale for ``nmae``; read from truth when not given.
 
     Returns
     -------
@@ -144,6 +173,7 @@ def evaluate(
         truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col
     )
     r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
+    has_relevance = given_relevance or relevance_col in t_raw.columns
     if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
         t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
     ids = [user_col, item_col]
@@ -164,11 +194,15 @@ def evaluate(
     r_grp = group_by_user(r_frame, user_col)
     u2r = _match_users(t_grp.keys, r_grp.keys)
 
+    options = {
+        "train": train, "items": items, "item_features": item_features,
+        "rating_range": rating_range, "has_relevance": has_relevance,
+    }  # fmt: skip
     return _run(
         plan, t_grp, r_grp, u2r,
         user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
-        no_recs=no_recs,
+        no_recs=no_recs, options=options,
     )  # fmt: skip
 
 
@@ -222,6 +256,81 @@ def _gain_matrix(
     return np.ascontiguousarray(np.vstack(rows)), index
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """The canonical layout that every metric family reads.
+
+    Truth and recs rows are grouped by user (``t_grp`` / ``r_grp``: flat frames plus offsets);
+    row ``a`` of the arrays below is row ``a`` of ``t_grp.frame`` / ``r_grp.frame``.
+
+    Attributes
+    ----------
+    u2r:
+        For each truth user (group), its recs group or -1.
+    t_match:
+        For each truth row, the recs row with the same (user, item), or -1.
+    t_rel, r_score:
+        Truth relevance (1.0 when truth has no relevance column) and the recs order column as
+        given (a score, or a rank when ``by_rank``), as float64.
+    t_item, r_item:
+        64-bit item keys: equal keys are equal items within a user (verified).
+    options:
+        Family options of :func:`evaluate`: ``train``, ``items``, ``item_features``,
+        ``rating_range`` and ``has_relevance`` (whether truth had a relevance column).
+    """
+
+    t_grp: Grouped
+    r_grp: Grouped
+    u2r: np.ndarray
+    t_match: np.ndarray
+    t_rel: np.ndarray
+    r_score: np.ndarray
+    t_item: np.ndarray
+    r_item: np.ndarray
+    user_col: str
+    item_col: str
+    relevance_col: str
+    order_col: str
+    by_rank: bool
+    ties: TiesPolicy
+    threshold: float
+    no_recs: NoRecsPolicy
+    counts: Counts
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def threshold_of(self, metric: Metric) -> float:
+        """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
+        if not any(p.name == "rel" for p in metric.spec.params):
+            return self.threshold
+        rel = metric.get("rel")
+        return self.threshold if rel is None else float(rel)  # type: ignore[arg-type]
+
+
+@dataclass
+class Part:
+    """What one family's part of an evaluation returns.
+
+    ``per_user`` holds the user column (``user_col``) and one Float64 column per metric that
+    has per-user values (canonical names), or is None when none has; ``details`` maps a
+    canonical name to extra facts about it (users skipped, the catalog used, ...).
+    """
+
+    means: dict[str, float]
+    per_user: pl.DataFrame | None = None
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _family_parts() -> dict[Family, Callable[[tuple[Metric, ...], Prepared], Part]]:
+    from ._beyond import beyond_part  # the families import this module
+    from ._pointwise import classification_part, rating_part
+
+    return {
+        "classification": classification_part,
+        "rating": rating_part,
+        "beyond": beyond_part,
+    }
+
+
 def _run(
     plan: tuple[Metric, ...],
     t_grp: Grouped,
@@ -236,11 +345,12 @@ def _run(
     ties: TiesPolicy,
     threshold: float,
     no_recs: NoRecsPolicy,
+    options: dict[str, Any],
 ) -> Result:
+    ranking = tuple(m for m in plan if m.spec.family == "ranking")
     t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
-    r_score = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
-    if by_rank:
-        r_score = -r_score
+    r_order = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
+    r_score = -r_order if by_rank else r_order
     ids = [user_col, item_col]
     t_items = t_grp.frame[item_col]
     r_items = r_grp.frame[item_col]
@@ -251,22 +361,22 @@ def _run(
 
     thresholds = [threshold]
     thr_idx = []
-    for m in plan:
+    for m in ranking:
         rel = m.get("rel")
         value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
         if value not in thresholds:
             thresholds.append(value)
         thr_idx.append(thresholds.index(value))
-    t_gain, gain_idx = _gain_matrix(plan, t_rel, relevance_col)
+    t_gain, gain_idx = _gain_matrix(ranking, t_rel, relevance_col)
     ops = np.array(
         [
             K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name]
-            for m in plan
+            for m in ranking
         ],
         dtype=np.int64,
     )
-    fpar = np.array([_fpar(m) for m in plan], dtype=np.float64)
-    ks = np.array([m.k or 0 for m in plan], dtype=np.int64)
+    fpar = np.array([_fpar(m) for m in ranking], dtype=np.float64)
+    ks = np.array([m.k or 0 for m in ranking], dtype=np.int64)
 
     longest = max(int(np.diff(t_grp.offsets).max()), int(np.diff(r_grp.offsets).max()))
     log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
@@ -300,7 +410,56 @@ def _run(
             _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
 
     settings = {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs}
-    return _assemble(plan, out, nrel, thr_idx, ops, t_grp, r_grp, u2r, user_col, no_recs, settings)
+    has_recs = u2r >= 0
+    evaluated = nrel[:, 0] >= 1
+    counts = Counts(
+        evaluated=int(evaluated.sum()),
+        no_recs=int((evaluated & ~has_recs).sum()),
+        no_relevant=int((~evaluated).sum()),
+        recs_not_in_truth=int(r_grp.n_users - has_recs.sum()),
+    )
+    prep = Prepared(
+        t_grp=t_grp, r_grp=r_grp, u2r=u2r, t_match=t_match, t_rel=t_rel, r_score=r_order,
+        t_item=t_item, r_item=r_item, user_col=user_col, item_col=item_col,
+        relevance_col=relevance_col, order_col=order_col, by_rank=by_rank, ties=ties,
+        threshold=threshold, no_recs=no_recs, counts=counts, options=options,
+    )  # fmt: skip
+    parts = []
+    if ranking:
+        parts.append(_ranking_part(ranking, prep, out=out, nrel=nrel, thr_idx=thr_idx, ops=ops))
+    handlers = _family_parts()
+    for family in ("classification", "rating", "beyond"):
+        chosen = tuple(m for m in plan if m.spec.family == family)
+        if chosen:
+            parts.append(handlers[family](chosen, prep))
+    return _merge(plan, parts, prep, settings)
+
+
+def _merge(
+    plan: tuple[Metric, ...], parts: list[Part], prep: Prepared, settings: dict[str, Any]
+) -> Result:
+    """One Result from the families' parts: means in request order, per-user columns joined on
+    the user (sorted by user id), details."""
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    frames = [p.per_user for p in parts if p.per_user is not None]
+    for p in parts:
+        means.update(p.means)
+        details.update(p.details)
+    user_col = prep.user_col
+    if len(frames) == 1:
+        per_user = frames[0]
+    elif frames:
+        per_user = frames[0]
+        for other in frames[1:]:
+            per_user = per_user.join(other, on=user_col, how="full", coalesce=True)
+        per_user = per_user.sort(user_col)
+    else:
+        per_user = pl.DataFrame({user_col: prep.t_grp.keys.head(0)})
+    columns = [m.canonical for m in plan if m.canonical in per_user.columns]
+    per_user = per_user.select(user_col, *columns)
+    ordered = {m.canonical: means[m.canonical] for m in plan}
+    return Result(plan, ordered, per_user, prep.counts, settings, details)
 
 
 def _fpar(m: Metric) -> float:
@@ -358,31 +517,26 @@ def _check_duplicates(
     return True
 
 
-def _assemble(
+def _ranking_part(
     plan: tuple[Metric, ...],
-    out: np.ndarray,
-    nrel: np.ndarray,
-    thr_idx: list[int],
-    ops: np.ndarray,
-    t_grp: Grouped,
-    r_grp: Grouped,
-    u2r: np.ndarray,
-    user_col: str,
-    no_recs: NoRecsPolicy,
-    settings: dict[str, Any],
-) -> Result:
+    prep: Prepared,
+    *,
+    out: np.ndarray | None = None,
+    nrel: np.ndarray | None = None,
+    thr_idx: list[int] | None = None,
+    ops: np.ndarray | None = None,
+) -> Part:
+    """Means and per-user values of the ranking metrics from the kernel's output."""
+    if out is None or nrel is None or thr_idx is None or ops is None:
+        msg = "the ranking part needs the kernel's output"
+        raise TypeError(msg)
+    counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
+    user_col, no_recs = prep.user_col, prep.no_recs
     has_recs = u2r >= 0
-    evaluated = nrel[:, 0] >= 1
-    counts = Counts(
-        evaluated=int(evaluated.sum()),
-        no_recs=int((evaluated & ~has_recs).sum()),
-        no_relevant=int((~evaluated).sum()),
-        recs_not_in_truth=int(r_grp.n_users - has_recs.sum()),
-    )
     if counts.evaluated == 0:
         msg = (
             "truth has no user with a relevant item (relevance >= "
-            f"{settings['relevance_threshold']}); nothing to evaluate. Check relevance_col and "
+            f"{prep.threshold}); nothing to evaluate. Check relevance_col and "
             "relevance_threshold."
         )
         raise InputError(msg)
@@ -428,4 +582,4 @@ def _assemble(
             for name, col in columns.items()
         ]
     )
-    return Result(plan, means, per_user, counts, settings)
+    return Part(means, per_user)

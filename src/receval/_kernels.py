@@ -238,7 +238,11 @@ def _score_user(
         n = r_off[g + 1] - rs
 
     # order the list (stable only where the policy reads input order), match it against truth
-    order = _argsort_desc(r_score[rs : rs + n], policy == POLICY_FIRST)
+    # with no ranking metric requested only the matching is wanted: keep input order
+    if ops.shape[0] == 0:
+        order = np.arange(n)
+    else:
+        order = _argsort_desc(r_score[rs : rs + n], policy == POLICY_FIRST)
     if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
@@ -252,6 +256,8 @@ def _score_user(
         if trow >= 0:
             prel[p] = t_rel[trow]
             t_match[trow] = row
+    if ops.shape[0] == 0:
+        return STATUS_OK
 
     # tie groups: runs of equal scores, in list order
     gstart = gstart_buf[: n + 1]

@@ -25,7 +25,7 @@ Examples
 >>> parse_metric("ndgc@10")
 Traceback (most recent call last):
 ...
-receval._errors.MetricError: unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg', 'dcg'?
+receval._errors.MetricError: unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg', 'dcg', 'gauc'?
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Literal
 from ._errors import MetricError
 
 __all__ = [
+    "Family",
     "Metric",
     "MetricSpec",
     "Param",
@@ -50,7 +51,11 @@ __all__ = [
 ]
 
 ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
-ParamKind = Literal["threshold", "positive", "choice", "gain"]
+ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain"]
+Family = Literal["ranking", "classification", "rating", "beyond"]
+"""What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
+labels (``classification``), predicted ratings (``rating``), or the lists themselves
+(``beyond``: coverage, diversity, novelty, popularity bias)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,17 @@ class Param:
                 raise MetricError(msg)
             if not math.isfinite(value) or value <= 0:
                 msg = f"{where} must be a finite number > 0; got {value!r}."
+                raise MetricError(msg)
+            return _as_number(value)
+        if self.kind in ("number", "fraction"):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                msg = f"{where} must be a number; got {value!r}."
+                raise MetricError(msg)
+            if not math.isfinite(value):
+                msg = f"{where} must be a finite number; got {value!r}."
+                raise MetricError(msg)
+            if self.kind == "fraction" and not 0 < value < 1:
+                msg = f"{where} must be a number strictly between 0 and 1; got {value!r}."
                 raise MetricError(msg)
             return _as_number(value)
         if self.kind == "choice":
@@ -119,7 +135,7 @@ class MetricSpec:
     cutoff: bool = True
     higher_is_better: bool = True
     bounds: tuple[float, float] = (0.0, 1.0)
-    family: Literal["ranking"] = "ranking"
+    family: Family = "ranking"
     references: tuple[str, ...] = ()
     variants: str = ""
     properties: frozenset[str] = field(default_factory=frozenset)
@@ -494,4 +510,350 @@ R_PRECISION = _ranking(
     cutoff=False,
     references=("trec_eval Rprec",),
     variants="equals trec_eval Rprec and ranx r-precision",
+)
+
+
+# ------------------------------------------------------------- pointwise classification
+# Computed over the recommendation rows: the label of a row is 1 when its item is relevant for
+# the user (relevance >= rel, else evaluate's relevance_threshold; items not in truth are 0),
+# its score is the recs score (for log loss, a probability). METRICS.md "Pointwise".
+
+_CUT = Param(
+    "threshold",
+    0.5,
+    "number",
+    "decision threshold: a row is predicted positive when its score >= threshold",
+)
+
+
+def _pointwise(
+    family: Family,
+    name: str,
+    description: str,
+    formula: str,
+    *,
+    params: tuple[Param, ...] = (),
+    aliases: tuple[str, ...] = (),
+    higher_is_better: bool = True,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    references: tuple[str, ...] = (),
+    variants: str = "",
+    properties: frozenset[str] = frozenset({"bounded01"}),
+) -> MetricSpec:
+    return register(
+        MetricSpec(
+            name=name,
+            description=description,
+            formula=formula,
+            params=(_REL, *params) if family == "classification" else params,
+            aliases=aliases,
+            cutoff=False,
+            higher_is_better=higher_is_better,
+            bounds=bounds,
+            family=family,
+            references=references,
+            variants=variants,
+            properties=properties,
+        )
+    )
+
+
+AUC = _pointwise(
+    "classification",
+    "auc",
+    "Area under the ROC curve over all rows: the probability that a random positive row "
+    "outscores a random negative one, ties counting one half.",
+    "(sum of the positives' average ranks - M(M+1)/2) / (M N), M positives, N negatives",
+    aliases=("roc_auc", "roc_auc_score"),
+    references=("scikit-learn roc_auc_score", "Hanley & McNeil (1982)"),
+    variants="equals scikit-learn roc_auc_score (exact, average ranks over ties)",
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+GAUC = _pointwise(
+    "classification",
+    "gauc",
+    "Group AUC: each user's AUC over their own rows, averaged with weights; users with one "
+    "class only are skipped and counted.",
+    "sum_u w_u AUC_u / sum_u w_u; w_u = rows (impressions), positives (clicks) or 1",
+    params=(
+        Param(
+            "weight",
+            "impressions",
+            "choice",
+            "weight of a user's AUC: impressions = their rows, clicks = their positives, "
+            "uniform = 1",
+            choices=("impressions", "clicks", "uniform"),
+        ),
+    ),
+    references=("Zhou et al., Deep Interest Network (KDD 2018)",),
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+AVERAGE_PRECISION = _pointwise(
+    "classification",
+    "average_precision",
+    "Area under the precision-recall curve as a step function over all rows.",
+    "sum_n (R_n - R_{n-1}) P_n over the distinct score thresholds, highest first",
+    aliases=("average_precision_score",),
+    references=("scikit-learn average_precision_score",),
+    variants="equals scikit-learn average_precision_score (no interpolation)",
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+LOGLOSS = _pointwise(
+    "classification",
+    "logloss",
+    "Mean binary cross-entropy of the rows' probabilities (scores in [0, 1]).",
+    "-mean(y log p + (1 - y) log(1 - p)), p clipped to [eps, 1 - eps], eps = float64 eps",
+    aliases=("log_loss", "binary_crossentropy"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn log_loss",),
+    variants="equals scikit-learn log_loss",
+    properties=frozenset({"nonnegative"}),
+)
+ACCURACY = _pointwise(
+    "classification",
+    "accuracy",
+    "Share of rows whose prediction (score >= threshold) equals their label.",
+    "(TP + TN) / (TP + FP + FN + TN)",
+    params=(_CUT,),
+    aliases=("accuracy_score",),
+    references=("scikit-learn accuracy_score",),
+)
+PPV = _pointwise(
+    "classification",
+    "ppv",
+    "Precision at a decision threshold: share of predicted positives that are positive "
+    "(NaN with a warning when nothing is predicted positive).",
+    "TP / (TP + FP)",
+    params=(_CUT,),
+    aliases=("precision_score", "positive_predictive_value"),
+    references=("scikit-learn precision_score",),
+)
+TPR = _pointwise(
+    "classification",
+    "tpr",
+    "Recall (sensitivity) at a decision threshold: share of positives predicted positive.",
+    "TP / (TP + FN)",
+    params=(_CUT,),
+    aliases=("recall_score", "sensitivity", "true_positive_rate"),
+    references=("scikit-learn recall_score",),
+)
+FPR = _pointwise(
+    "classification",
+    "fpr",
+    "False-positive rate at a decision threshold: share of negatives predicted positive.",
+    "FP / (FP + TN)",
+    params=(_CUT,),
+    aliases=("false_positive_rate", "fall_out"),
+    higher_is_better=False,
+)
+TNR = _pointwise(
+    "classification",
+    "tnr",
+    "Specificity at a decision threshold: share of negatives predicted negative.",
+    "TN / (FP + TN) = 1 - FPR",
+    params=(_CUT,),
+    aliases=("specificity", "true_negative_rate"),
+)
+FBETA_SCORE = _pointwise(
+    "classification",
+    "fbeta_score",
+    "F-beta of precision and recall at a decision threshold.",
+    "(1 + beta^2) P R / (beta^2 P + R)",
+    params=(Param("beta", 1, "positive", "weight of recall relative to precision"), _CUT),
+    aliases=("f_score",),
+    references=("scikit-learn fbeta_score",),
+    variants="beta=1 equals scikit-learn f1_score",
+)
+
+# -------------------------------------------------------------------- rating prediction
+# Computed over the truth rows (the true rating) joined with the recs score (the predicted
+# rating). METRICS.md "Rating prediction".
+
+_AVERAGE = Param(
+    "average",
+    "rows",
+    "choice",
+    "rows = over all rows; user = per user, then the mean over users",
+    choices=("rows", "user"),
+)
+_ERROR = frozenset({"nonnegative", "perfect_is_zero"})
+MAE = _pointwise(
+    "rating",
+    "mae",
+    "Mean absolute error of the predicted ratings.",
+    "mean |y - y_hat|",
+    params=(_AVERAGE,),
+    aliases=("mean_absolute_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn mean_absolute_error",),
+    properties=_ERROR,
+)
+MSE = _pointwise(
+    "rating",
+    "mse",
+    "Mean squared error of the predicted ratings.",
+    "mean (y - y_hat)^2",
+    params=(_AVERAGE,),
+    aliases=("mean_squared_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn mean_squared_error",),
+    properties=_ERROR,
+)
+RMSE = _pointwise(
+    "rating",
+    "rmse",
+    "Root of the mean squared error of the predicted ratings (average=user: the mean over "
+    "users of each user's RMSE).",
+    "sqrt(mean (y - y_hat)^2)",
+    params=(_AVERAGE,),
+    aliases=("root_mean_squared_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn root_mean_squared_error",),
+    properties=_ERROR,
+)
+NMAE = _pointwise(
+    "rating",
+    "nmae",
+    "MAE divided by the width of the rating scale (given by evaluate's rating_range, else "
+    "read from truth).",
+    "MAE / (r_max - r_min)",
+    params=(_AVERAGE,),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("Goldberg et al., Eigentaste (2001)",),
+    properties=_ERROR,
+)
+R2 = _pointwise(
+    "rating",
+    "r2",
+    "Coefficient of determination of the predicted ratings.",
+    "1 - SS_res / SS_tot",
+    params=(_AVERAGE,),
+    aliases=("r2_score",),
+    bounds=(-math.inf, 1.0),
+    references=("scikit-learn r2_score",),
+    variants="equals scikit-learn r2_score",
+    properties=frozenset({"perfect_is_one", "at_most_one"}),
+)
+
+# ----------------------------------------------------------------------- beyond accuracy
+# About the lists themselves: every user in recs counts, in truth or not. L@K is the user's
+# recs in descending score. METRICS.md "Beyond accuracy".
+
+
+def _beyond(
+    name: str,
+    description: str,
+    formula: str,
+    *,
+    params: tuple[Param, ...] = (),
+    aliases: tuple[str, ...] = (),
+    higher_is_better: bool = True,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    references: tuple[str, ...] = (),
+    variants: str = "",
+    properties: frozenset[str] = frozenset({"bounded01"}),
+) -> MetricSpec:
+    return register(
+        MetricSpec(
+            name=name,
+            description=description,
+            formula=formula,
+            params=params,
+            aliases=aliases,
+            higher_is_better=higher_is_better,
+            bounds=bounds,
+            family="beyond",
+            references=references,
+            variants=variants,
+            properties=properties,
+        )
+    )
+
+
+COVERAGE = _beyond(
+    "coverage",
+    "Catalog coverage: the share of the catalog that appears in at least one top-K list.",
+    "|union_u L@K| / |catalog|",
+    aliases=("catalog_coverage", "item_coverage"),
+    references=("Ge et al., Beyond accuracy (RecSys 2010)", "RecBole ItemCoverage"),
+    variants="equals RecBole itemcoverage@K when the catalog is the same",
+)
+ILS = _beyond(
+    "ils",
+    "Intra-list similarity: each user's mean pairwise item similarity in L@K (users with "
+    "fewer than 2 items left out), averaged over users.",
+    "2 / (K'(K'-1)) sum_{i<j in L@K} sim(i, j)",
+    aliases=("intra_list_similarity",),
+    higher_is_better=False,
+    bounds=(-math.inf, math.inf),
+    references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
+    properties=frozenset({"similarity_bounded"}),
+)
+DIVERSITY = _beyond(
+    "diversity",
+    "Intra-list diversity: 1 - ils@K.",
+    "1 - ils@K",
+    aliases=("intra_list_diversity",),
+    bounds=(-math.inf, math.inf),
+    references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
+    properties=frozenset({"similarity_bounded"}),
+)
+NOVELTY = _beyond(
+    "novelty",
+    "Mean self-information of the recommended items, from their popularity in train.",
+    "mean over i in L@K of -log2(pop(i) / n_users), pop = train users of i",
+    aliases=("self_information",),
+    bounds=(0.0, math.inf),
+    references=("Zhou et al., PNAS (2010)",),
+    properties=frozenset({"nonnegative"}),
+)
+ARP = _beyond(
+    "arp",
+    "Average recommendation popularity: the mean train popularity of the items in L@K.",
+    "mean over i in L@K of pop(i)",
+    aliases=("average_popularity",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
+    properties=frozenset({"nonnegative"}),
+)
+GINI = _beyond(
+    "gini",
+    "Gini index of item exposure: appearances in the top-K lists over every catalog item, "
+    "zeros included (0 = equal exposure).",
+    "sum_i (2i - n - 1) x_(i) / (n sum x), x ascending, n = |catalog|",
+    aliases=("gini_index",),
+    higher_is_better=False,
+    references=("RecBole GiniIndex",),
+    variants="equals RecBole giniindex@K when the catalog is the same",
+)
+ENTROPY = _beyond(
+    "entropy",
+    "Shannon entropy (bits) of item exposure in the top-K lists: distributional coverage.",
+    "-sum_i p_i log2 p_i, p_i = appearances of i / all appearances",
+    aliases=("shannon_entropy",),
+    bounds=(0.0, math.inf),
+    references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
+    properties=frozenset({"nonnegative"}),
+)
+LONG_TAIL = _beyond(
+    "long_tail",
+    "Share of recommended items in the long tail: outside the head, the most popular train "
+    "items that together make up the `head` share of train interactions.",
+    "mean over i in L@K of [i not in head]",
+    params=(
+        Param(
+            "head",
+            0.2,
+            "fraction",
+            "share of train interactions that the head (most popular items first) makes up",
+        ),
+    ),
+    aliases=("long_tail_share",),
+    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
 )

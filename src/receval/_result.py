@@ -57,12 +57,14 @@ class Result(Mapping[str, float]):
         per_user: pl.DataFrame,
         counts: Counts,
         settings: dict[str, Any],
+        details: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self._metrics = metrics
         self._means = means
         self._per_user = per_user
         self._counts = counts
         self._settings = settings
+        self._details = details or {}
 
     def __getitem__(self, name: str) -> float:
         try:
@@ -105,13 +107,24 @@ class Result(Mapping[str, float]):
         """The options the evaluation ran with."""
         return dict(self._settings)
 
+    @property
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Canonical name -> facts about how that metric was computed, for the metrics that
+        have any: users skipped (``gauc``: one class only), rows without a prediction (rating
+        metrics), the catalog used (``coverage``, ``gini``), ..."""
+        return {k: dict(v) for k, v in self._details.items()}
+
     def to_dict(self) -> dict[str, Any]:
-        """``{"metrics": {...}, "counts": {...}, "settings": {...}}``."""
-        return {
+        """``{"metrics": {...}, "counts": {...}, "settings": {...}}``, plus ``"details"``
+        when a metric has any."""
+        doc: dict[str, Any] = {
             "metrics": dict(self._means),
             "counts": self._counts.to_dict(),
             "settings": dict(self._settings),
         }
+        if self._details:
+            doc["details"] = self.details
+        return doc
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """The :meth:`to_dict` document as JSON (NaN is written as null)."""

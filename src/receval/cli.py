@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ._cli_compare import register_compare_commands
 from ._config import load_config
 from ._errors import InputError, RecevalError
 from ._evaluate import evaluate
@@ -72,6 +73,14 @@ class NoRecs(StrEnum):
 def _fail(exc: Exception) -> typer.Exit:
     _err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     return typer.Exit(code=2)
+
+
+def _features(text: str | None) -> str | list[str] | None:
+    """``--item-features``: one column name, or several separated by commas (a list)."""
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names if "," in text else (names[0] if names else text)
 
 
 def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> None:
@@ -146,6 +155,25 @@ def evaluate_cmd(
         NoRecs | None,
         typer.Option(help="Evaluated users without recs: zero, skip or raise \\[default: zero]."),
     ] = None,
+    train: Annotated[
+        Path | None,
+        typer.Option(help="Training interactions: popularity for novelty, arp, long_tail."),
+    ] = None,
+    items: Annotated[
+        Path | None,
+        typer.Option(help="Item table: the catalog (coverage, gini) and item features (ils)."),
+    ] = None,
+    item_features: Annotated[
+        str | None,
+        typer.Option(
+            help="Features of items for ils/diversity: a vector column (cosine), or "
+            "categorical columns separated by commas (Jaccard)."
+        ),
+    ] = None,
+    rating_range: Annotated[
+        tuple[float, float] | None,
+        typer.Option(help="Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."),
+    ] = None,
 ) -> None:
     """Evaluate recommendations against truth and print the metrics."""
     flags: dict[str, Any] = {
@@ -153,7 +181,8 @@ def evaluate_cmd(
         "format": fmt.value if fmt else None, "user_col": user_col, "item_col": item_col,
         "score_col": score_col, "rank_col": rank_col, "relevance_col": relevance_col,
         "ties": ties.value if ties else None, "relevance_threshold": threshold,
-        "no_recs": no_recs.value if no_recs else None,
+        "no_recs": no_recs.value if no_recs else None, "train": train, "items": items,
+        "item_features": _features(item_features), "rating_range": rating_range,
     }  # fmt: skip
     try:
         # evaluate's own defaults apply to whatever neither the config nor a flag sets
@@ -272,6 +301,9 @@ def demo_cmd(
             f"{save / 'recs.parquet'} -m ndcg@10",
             highlight=False,
         )
+
+
+register_compare_commands(app)
 
 
 def main() -> None:
