@@ -1,0 +1,5 @@
+"""Work in progress."""
+
+from __future__ import annotations
+
+__all__: list[str] = []
