@@ -293,6 +293,17 @@ def test_metrics_table() -> None:
         assert spec.name in out
 
 
+@pytest.mark.parametrize("family", ["ranking", "classification", "rating", "beyond"])
+def test_metrics_of_one_family(family: str) -> None:
+    code, out, _ = cli("metrics", "--format", "json", "--family", family)
+    assert code == 0
+    doc = json.loads(out)
+    want = [s.name for s in receval.list_metrics() if s.family == family]
+    assert want
+    assert [d["name"] for d in doc] == want
+    assert {d["family"] for d in doc} == {family}
+
+
 def test_metrics_json() -> None:
     code, out, _ = cli("metrics", "--format", "json")
     assert code == 0

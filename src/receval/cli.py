@@ -62,6 +62,15 @@ class Ties(StrEnum):
     pessimistic = "pessimistic"
 
 
+class FamilyName(StrEnum):
+    """Metric families (see MetricSpec.family)."""
+
+    ranking = "ranking"
+    classification = "classification"
+    rating = "rating"
+    beyond = "beyond"
+
+
 class NoRecs(StrEnum):
     """What happens to evaluated users without recommendations."""
 
@@ -216,13 +225,18 @@ def evaluate_cmd(
 @app.command("metrics")
 def metrics_cmd(
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+    family: Annotated[
+        FamilyName | None,
+        typer.Option(help="Only this family: ranking, classification, rating or beyond."),
+    ] = None,
 ) -> None:
     """List every metric with its definition, parameters and variants."""
-    specs = list_metrics()
+    specs = [s for s in list_metrics() if family is None or s.family == family.value]
     if fmt is not Format.table:
         doc = [
             {
                 "name": s.name,
+                "family": s.family,
                 "aliases": list(s.aliases),
                 "cutoff": s.cutoff,
                 "description": s.description,
@@ -241,7 +255,8 @@ def metrics_cmd(
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
     table = Table(title="receval metrics: name\\[(param=value)]\\[@K]", show_lines=True)
-    table.add_column("metric", style="bold")
+    table.add_column("family")
+    table.add_column("metric", style="bold", no_wrap=True)
     table.add_column("definition")
     table.add_column("parameters")
     table.add_column("variants / references")
@@ -255,7 +270,7 @@ def metrics_cmd(
             for p in s.params
         )
         refs = "\n".join(x for x in (s.variants, *s.references) if x)
-        table.add_row(name, f"{s.description}\n{s.formula}", params, refs)
+        table.add_row(s.family, name, f"{s.description}\n{s.formula}", params, refs)
     _out.print(table)
 
 
