@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError", "MetricError", "RecevalError"]
+__all__ = ["InputError", "MetricError", "RecevalError", "UndefinedMetricWarning"]
 
 
 class RecevalError(ValueError):
@@ -15,3 +15,8 @@ class MetricError(RecevalError):
 
 class InputError(RecevalError):
     """Truth, recommendations or an option do not have the expected shape or values."""
+
+
+class UndefinedMetricWarning(UserWarning):
+    """A metric is undefined on the data given (a 0/0 ratio, constant truth for R²): its
+    value is NaN, never a silent 0."""

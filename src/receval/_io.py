@@ -19,7 +19,7 @@ from ._errors import InputError
 
 __all__ = ["read_table", "read_trec_qrels", "read_trec_run", "write_frame"]
 
-Role = Literal["truth", "recs"]
+Role = Literal["truth", "recs", "train", "items"]
 _TREC_SUFFIXES = {".qrels", ".run", ".trec"}
 _TEXT_SUFFIXES = {"", ".txt", ".res"}
 
@@ -119,12 +119,13 @@ def _read_path(
             return pl.read_parquet(path)
         if suffix in (".csv", ".tsv", ".tab"):
             return pl.read_csv(path, separator="\t" if suffix != ".csv" else ",")
-        if suffix in _TREC_SUFFIXES or (suffix in _TEXT_SUFFIXES and _looks_like_trec(path, role)):
+        text = suffix in _TEXT_SUFFIXES and _looks_like_trec(path, role)
+        if role != "items" and (suffix in _TREC_SUFFIXES or text):
             kind = "TREC"
             if path.stat().st_size == 0:
                 msg = f"{role} is empty (0 rows); expected at least one row (file {str(path)!r})."
                 raise InputError(msg)
-            if role == "truth":
+            if role in ("truth", "train"):  # train interactions read as qrels
                 return read_trec_qrels(
                     path, user_col=user_col, item_col=item_col, relevance_col=value_col
                 )
@@ -142,12 +143,12 @@ def _read_path(
 
 
 def _looks_like_trec(path: Path, role: Role) -> bool:
-    fields = 4 if role == "truth" else 6
+    qrels = role in ("truth", "train")
     with path.open("rb") as handle:
         first = handle.readline().decode("utf-8", "replace").split()
-    if len(first) != fields:
+    if len(first) != (4 if qrels else 6):
         return False
-    return role == "truth" or first[1].upper() == "Q0" or _is_number(first[4])
+    return qrels or first[1].upper() == "Q0" or _is_number(first[4])
 
 
 def _is_number(text: str) -> bool:

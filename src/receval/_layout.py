@@ -30,7 +30,7 @@ __all__ = [
     "unify_ids",
 ]
 
-Role = Literal["truth", "recs"]
+Role = Literal["truth", "recs", "train", "items"]
 _SHOW = 5
 
 

@@ -1,22 +1,397 @@
-"""Pointwise metrics: classification (AUC, GAUC, log loss, confusion matrix) and rating
-prediction (MAE, MSE, RMSE, NMAE, R²). Work in progress (issue 3)."""
+"""Pointwise metrics through :func:`receval.evaluate`: classification (AUC, GAUC, average
+precision, log loss, thresholded rates) and rating prediction (MAE, MSE, RMSE, NMAE, R²).
+
+Classification rows are the recs rows: a row's label is 1 when its item is in the user's truth
+with relevance >= the metric's threshold (items absent from truth are 0), its score is the recs
+score. Rating rows are the truth rows: the true rating is truth's relevance, the prediction is
+the recs score of the same (user, item). Both read the :class:`~receval._evaluate.Prepared`
+layout that :func:`~receval.evaluate` builds once (``t_match`` joins truth rows to recs rows);
+the arithmetic is in :mod:`receval._classification` and :mod:`receval._rating`.
+"""
 
 from __future__ import annotations
 
-from ._errors import MetricError
-from ._evaluate import Part, Prepared
+import contextvars
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from . import _classification as C
+from . import _rating as R
+from ._errors import InputError, UndefinedMetricWarning
+from ._evaluate import Part, Prepared, evaluate
+from ._layout import show_rows
 from ._registry import Metric
 
-__all__ = ["classification_part", "rating_part"]
+__all__ = ["classification_part", "labelled_rows", "rating_part"]
+
+# labelled_rows runs evaluate's own pipeline and takes the Prepared layout from here
+_CAPTURE: contextvars.ContextVar[list[Prepared] | None] = contextvars.ContextVar(
+    "receval_pointwise_capture", default=None
+)
+_THRESHOLDED = {"accuracy", "ppv", "tpr", "fpr", "tnr", "fbeta_score"}
+
+
+def labelled_rows(
+    truth: Any,
+    recs: Any,
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    relevance_col: str | None = None,
+    relevance_threshold: float = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The classification rows of ``(truth, recs)`` as :func:`receval.evaluate` sees them.
+
+    One row per recs row, grouped by user (users in the order :func:`~receval.evaluate` groups
+    them, rows of a user in input order). Inputs are read, validated and matched by
+    :func:`~receval.evaluate`'s own pipeline, with the same errors.
+
+    Parameters
+    ----------
+    truth, recs:
+        As for :func:`receval.evaluate` (recs need a score column).
+    user_col, item_col, score_col, relevance_col, relevance_threshold:
+        As for :func:`receval.evaluate`.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        int8: 1 when the row's item is in the user's truth with relevance >= the threshold.
+    scores : numpy.ndarray
+        float64: the recs score.
+    users : numpy.ndarray
+        int64: dense user codes 0, 1, ... (one per recs user, in row order).
+
+    Examples
+    --------
+    >>> import receval
+    >>> from receval._pointwise import labelled_rows
+    >>> truth = {"u1": {"a": 1}, "u2": {"c": 2, "d": 0}}
+    >>> recs = {"u1": {"a": 0.9, "b": 0.4}, "u2": {"c": 0.3, "d": 0.8}}
+    >>> y, s, u = labelled_rows(truth, recs)
+    >>> y.tolist(), s.tolist(), u.tolist()
+    ([1, 0, 1, 0], [0.9, 0.4, 0.3, 0.8], [0, 0, 1, 1])
+    >>> receval.auc(y, s) == receval.evaluate(truth, recs, "auc")["auc"]
+    True
+    """
+    store: list[Prepared] = []
+    token = _CAPTURE.set(store)
+    try:
+        evaluate(
+            truth, recs, "auc", user_col=user_col, item_col=item_col, score_col=score_col,
+            relevance_col=relevance_col, relevance_threshold=relevance_threshold,
+        )  # fmt: skip
+    finally:
+        _CAPTURE.reset(token)
+    prep = store[0]
+    labels, _ = _labels(prep, prep.threshold)
+    users = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(prep.r_grp.offsets))
+    return labels, np.ascontiguousarray(prep.r_score, dtype=np.float64), users
+
+
+def _labels(prep: Prepared, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Labels of the recs rows at ``threshold`` and the mask of relevant truth rows."""
+    relevant = prep.t_rel >= threshold
+    labels = np.zeros(prep.r_score.shape[0], dtype=np.int8)
+    matched = prep.t_match[relevant & (prep.t_match >= 0)]
+    labels[matched] = 1
+    return labels, relevant
+
+
+def _sorted_users(keys: pl.Series, rows: np.ndarray) -> tuple[pl.Series, np.ndarray]:
+    """The users ``keys[rows]`` sorted by id and ``rows`` in that order."""
+    users = keys.gather(rows)
+    by_id = users.arg_sort().to_numpy()
+    return users.gather(by_id), rows[by_id]
+
+
+def _warn_nan(name: str, why: str) -> None:
+    warnings.warn(f"{name} is undefined ({why}); its value is NaN.", UndefinedMetricWarning, 4)
 
 
 def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
-    """Means (and per-user values where defined) of the classification metrics."""
-    msg = f"not implemented yet: {', '.join(m.canonical for m in plan)}"
-    raise MetricError(msg)
+    """Means (and per-user values for ``gauc``) of the classification metrics.
+
+    See the module docstring for the rows and labels; details per metric: ``rows``,
+    ``positives``, ``truth_rows_without_score`` (truth rows with no recs row: not scored) and
+    ``positives_without_score`` (those of them that are relevant), plus the confusion counts
+    of thresholded metrics and the users used / skipped by ``gauc``.
+    """
+    capture = _CAPTURE.get()
+    if capture is not None:
+        capture.append(prep)
+        return Part({m.canonical: math.nan for m in plan})
+    if prep.by_rank:
+        names = ", ".join(m.canonical for m in plan)
+        msg = (
+            f"classification metrics ({names}) need scores, not ranks: recs were given with "
+            f"rank_col={prep.order_col!r}. Pass score_col= instead."
+        )
+        raise InputError(msg)
+    scores = np.ascontiguousarray(prep.r_score, dtype=np.float64)
+    n_rows = scores.shape[0]
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    columns: dict[str, np.ndarray] = {}
+    cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    sorted_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    for m in plan:
+        threshold = prep.threshold_of(m)
+        if threshold not in cache:
+            cache[threshold] = _labels(prep, threshold)
+            if prep.no_recs == "raise":
+                _raise_no_recs(prep, cache[threshold][1], m)
+        labels, relevant = cache[threshold]
+        n_pos = int(np.count_nonzero(labels))
+        info: dict[str, Any] = {
+            "rows": n_rows,
+            "positives": n_pos,
+            "truth_rows_without_score": int(np.count_nonzero(prep.t_match < 0)),
+            "positives_without_score": int(np.count_nonzero(relevant & (prep.t_match < 0))),
+        }
+        name = m.name
+        if name == "auc":
+            _need_classes(m, n_pos, n_rows, threshold)
+            if threshold not in sorted_cache:
+                sorted_cache[threshold] = C.sorted_classes(labels, scores)
+            value = C.auc_from_sorted(*sorted_cache[threshold])
+        elif name == "average_precision":
+            _need_classes(m, n_pos, n_rows, threshold, negatives=False)
+            value = C.average_precision(labels, scores)
+        elif name == "logloss":
+            _check_probabilities(prep, m)
+            value = C.log_loss_of(labels, scores)
+        elif name == "gauc":
+            value, column, used, skipped = _gauc(m, prep, labels, scores)
+            columns[m.canonical] = column
+            info.update(users_used=used, users_skipped=skipped)
+        elif name in _THRESHOLDED:
+            cut = float(m.get("threshold"))  # type: ignore[arg-type]
+            cm = C.confusion_counts(labels, scores, cut)
+            info.update(tp=cm.tp, fp=cm.fp, fn=cm.fn, tn=cm.tn)
+            value = _thresholded(m, cm)
+        else:  # pragma: no cover - the registry's classification family is covered above
+            msg = f"no kernel for classification metric {m.canonical}"
+            raise InputError(msg)
+        means[m.canonical] = value
+        details[m.canonical] = info
+
+    per_user = None
+    if columns:
+        users, rows = _sorted_users(prep.r_grp.keys, np.arange(prep.r_grp.n_users))
+        per_user = pl.DataFrame(
+            [users.alias(prep.user_col)]
+            + [
+                pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
+                for name, col in columns.items()
+            ]
+        )
+    return Part(means, per_user, details)
+
+
+def _raise_no_recs(prep: Prepared, relevant: np.ndarray, m: Metric) -> None:
+    """no_recs='raise': an evaluated truth user (one with a relevant item) has no recs."""
+    t_off = prep.t_grp.offsets
+    counts = np.add.reduceat(relevant.astype(np.int64), t_off[:-1])
+    missing = (counts > 0) & (prep.u2r < 0)
+    if missing.any():
+        users = prep.t_grp.keys.filter(pl.Series(missing))
+        msg = (
+            f"{users.len()} evaluated user(s) have no recommendations (no_recs='raise'), "
+            f"e.g. {users.head(5).to_list()}; {m.canonical} would not see their relevant items. "
+            "Use no_recs='zero' or 'skip' to leave their truth rows unscored (they are counted "
+            "in the result's details)."
+        )
+        raise InputError(msg)
+
+
+def _need_classes(
+    m: Metric, n_pos: int, n_rows: int, threshold: float, *, negatives: bool = True
+) -> None:
+    if n_pos == 0 or (negatives and n_pos == n_rows):
+        only = "0 (no recommended item is relevant" if n_pos == 0 else "1 (every one is relevant"
+        msg = (
+            f"{m.canonical} is undefined on these rows: every one of the {n_rows} recs rows is "
+            f"labelled {only} at relevance >= {threshold:g}); expected both labels. Check "
+            "relevance_col and the threshold (rel=)."
+        )
+        raise InputError(msg)
+
+
+def _check_probabilities(prep: Prepared, m: Metric) -> None:
+    col = prep.order_col
+    bad = int(np.count_nonzero((prep.r_score < 0) | (prep.r_score > 1)))
+    if bad:
+        source = prep.r_grp.source
+        mask = (pl.col(col) < 0) | (pl.col(col) > 1)
+        msg = (
+            f"{m.canonical} needs probabilities: recs column {col!r} has {bad} score(s) outside "
+            f"[0, 1]; log loss never clips silently. First offending rows:\n"
+            f"{show_rows(source, mask, source.columns)}"
+        )
+        raise InputError(msg)
+
+
+def _gauc(
+    m: Metric, prep: Prepared, labels: np.ndarray, scores: np.ndarray
+) -> tuple[float, np.ndarray, int, int]:
+    rows, positives, auc_u = C._group_pair_counts(prep.r_grp.offsets, labels, scores)
+    value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, str(m.get("weight")))
+    if not used:
+        _warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
+    return value, auc_u, used, skipped
+
+
+def _thresholded(m: Metric, cm: C.ConfusionMatrix) -> float:
+    name = m.canonical
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)  # re-raised below by name
+        value = {
+            "accuracy": lambda: cm.accuracy,
+            "ppv": lambda: cm.precision,
+            "tpr": lambda: cm.tpr,
+            "fpr": lambda: cm.fpr,
+            "tnr": lambda: cm.tnr,
+            "fbeta_score": lambda: cm.fbeta(float(m.get("beta"))),  # type: ignore[arg-type]
+        }[m.name]()
+    if math.isnan(value):
+        _warn_nan(name, f"0/0 with TP={cm.tp}, FP={cm.fp}, FN={cm.fn}, TN={cm.tn}")
+    return value
+
+
+# ------------------------------------------------------------------------------- rating
 
 
 def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
-    """Means (and per-user values for ``average=user``) of the rating metrics."""
-    msg = f"not implemented yet: {', '.join(m.canonical for m in plan)}"
-    raise MetricError(msg)
+    """Means (and per-user values for ``average=user``) of the rating metrics.
+
+    Rows are the truth rows; the prediction is the recs score of the same (user, item).
+    Truth rows without a recs row follow ``no_recs``: ``"zero"`` predicts 0 (with a warning),
+    ``"skip"`` leaves them out, ``"raise"`` raises; ``details[name]["missing_predictions"]``
+    counts them either way.
+    """
+    names = ", ".join(m.canonical for m in plan)
+    if prep.by_rank:
+        msg = (
+            f"rating metrics ({names}) need predicted ratings in a score column, not ranks: "
+            f"recs were given with rank_col={prep.order_col!r}. Pass score_col= instead."
+        )
+        raise InputError(msg)
+    if not prep.options.get("has_relevance", True):
+        msg = (
+            f"rating metrics ({names}) need true ratings: truth has no relevance column. Pass "
+            "relevance_col= to name the column that holds the ratings."
+        )
+        raise InputError(msg)
+    y = prep.t_rel
+    match = prep.t_match
+    missing = match < 0
+    n_missing = int(np.count_nonzero(missing))
+    pred = np.where(missing, 0.0, prep.r_score[np.where(missing, 0, match)])
+    user_of_row = np.repeat(
+        np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
+    )
+    if n_missing:
+        if prep.no_recs == "raise":
+            _raise_missing(prep, missing, names)
+        if prep.no_recs == "zero":
+            warnings.warn(
+                f"{n_missing} truth row(s) have no predicted rating (no recs row for the same "
+                f"user and item); {names} take the prediction as 0 (no_recs='zero'). Use "
+                "no_recs='skip' to leave them out.",
+                UserWarning,
+                stacklevel=4,
+            )
+    keep = ~missing if (prep.no_recs == "skip" and n_missing) else None
+    if keep is not None:
+        y, pred, user_of_row = y[keep], pred[keep], user_of_row[keep]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    pred = np.ascontiguousarray(pred, dtype=np.float64)
+
+    range_given = prep.options.get("rating_range")
+    if range_given is not None:
+        lo, hi = R.check_range(tuple(range_given))
+    else:
+        lo, hi = float(prep.t_rel.min()), float(prep.t_rel.max())
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    columns: dict[str, np.ndarray] = {}
+    global_sums: np.ndarray | None = None
+    user_sums: np.ndarray | None = None
+    for m in plan:
+        width = R.rating_width(lo, hi) if m.name == "nmae" else math.nan
+        info: dict[str, Any] = {"rows": int(y.shape[0]), "missing_predictions": n_missing}
+        if m.name == "nmae":
+            info["rating_range"] = [lo, hi]
+        if y.shape[0] == 0:
+            means[m.canonical] = math.nan
+            _warn_nan(m.canonical, "no truth row has a predicted rating")
+            details[m.canonical] = info
+            continue
+        if m.get("average") == "rows":
+            if global_sums is None:
+                global_sums = R.global_sums(y, pred)[None, :]
+            values, undefined = R.values_from_sums(m.name, global_sums, width)
+            means[m.canonical] = float(values[0])
+            if undefined and m.name == "r2":
+                _warn_nan(m.canonical, "the true ratings are constant: SS_tot = 0")
+        else:
+            if user_sums is None:
+                offsets = np.zeros(prep.t_grp.n_users + 1, dtype=np.int64)
+                np.cumsum(np.bincount(user_of_row, minlength=prep.t_grp.n_users), out=offsets[1:])
+                order = np.arange(y.shape[0], dtype=np.int64)
+                user_sums = R.group_sums(offsets, order, y, pred)
+            values, undefined = R.values_from_sums(m.name, user_sums, width)
+            defined = values[~np.isnan(values)]
+            means[m.canonical] = math.fsum(defined) / defined.size if defined.size else math.nan
+            info["users"] = int(np.count_nonzero(user_sums[:, 0] > 0))
+            if m.name == "r2":
+                info["users_skipped"] = undefined
+                if undefined:
+                    warnings.warn(
+                        f"{m.canonical}: {undefined} user(s) have constant true ratings "
+                        "(SS_tot = 0); their r2 is undefined (null) and left out of the mean.",
+                        UndefinedMetricWarning,
+                        stacklevel=4,
+                    )
+            if math.isnan(means[m.canonical]) and not defined.size and m.name != "nmae":
+                _warn_nan(m.canonical, "no user has a defined value")
+            columns[m.canonical] = values
+        details[m.canonical] = info
+
+    per_user = None
+    if columns:
+        assert user_sums is not None
+        rows = np.flatnonzero(user_sums[:, 0] > 0)
+        users, rows = _sorted_users(prep.t_grp.keys, rows)
+        per_user = pl.DataFrame(
+            [users.alias(prep.user_col)]
+            + [
+                pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
+                for name, col in columns.items()
+            ]
+        )
+    return Part(means, per_user, details)
+
+
+def _raise_missing(prep: Prepared, missing: np.ndarray, names: str) -> None:
+    ids = [prep.user_col, prep.item_col]
+    pairs = prep.t_grp.frame.filter(pl.Series(missing)).select(ids)
+    source = prep.t_grp.source
+    rows = (
+        source.select(ids).with_row_index("__row").join(pairs, on=ids, how="semi")["__row"]
+    ).to_numpy()
+    mask = np.zeros(source.height, dtype=np.bool_)
+    mask[rows] = True
+    msg = (
+        f"{int(missing.sum())} truth row(s) have no predicted rating (no recs row for the same "
+        f"user and item; no_recs='raise'), so {names} cannot be computed. First offending "
+        f"truth rows:\n{show_rows(source, pl.Series(mask), source.columns)}\n"
+        "Use no_recs='zero' to predict 0 for them or 'skip' to leave them out."
+    )
+    raise InputError(msg)

@@ -756,7 +756,7 @@ def _beyond(
     bounds: tuple[float, float] = (0.0, 1.0),
     references: tuple[str, ...] = (),
     variants: str = "",
-    properties: frozenset[str] = frozenset({"bounded01"}),
+    properties: frozenset[str] = frozenset({"bounded01", "order_invariant"}),
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -792,7 +792,7 @@ ILS = _beyond(
     higher_is_better=False,
     bounds=(-math.inf, math.inf),
     references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
-    properties=frozenset({"similarity_bounded"}),
+    properties=frozenset({"similarity_bounded", "order_invariant"}),
 )
 DIVERSITY = _beyond(
     "diversity",
@@ -801,16 +801,17 @@ DIVERSITY = _beyond(
     aliases=("intra_list_diversity",),
     bounds=(-math.inf, math.inf),
     references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
-    properties=frozenset({"similarity_bounded"}),
+    properties=frozenset({"similarity_bounded", "order_invariant"}),
 )
 NOVELTY = _beyond(
     "novelty",
-    "Mean self-information of the recommended items, from their popularity in train.",
+    "Mean self-information of the recommended items, from their popularity in train (items "
+    "absent from train count as popularity 1: self-information log2(n_users)).",
     "mean over i in L@K of -log2(pop(i) / n_users), pop = train users of i",
     aliases=("self_information",),
     bounds=(0.0, math.inf),
     references=("Zhou et al., PNAS (2010)",),
-    properties=frozenset({"nonnegative"}),
+    properties=frozenset({"nonnegative", "order_invariant"}),
 )
 ARP = _beyond(
     "arp",
@@ -819,8 +820,12 @@ ARP = _beyond(
     aliases=("average_popularity",),
     higher_is_better=False,
     bounds=(0.0, math.inf),
-    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
-    properties=frozenset({"nonnegative"}),
+    references=(
+        "Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",
+        "RecBole AveragePopularity",
+    ),
+    variants="equals RecBole averagepopularity@K with popularity = distinct train users",
+    properties=frozenset({"nonnegative", "order_invariant"}),
 )
 GINI = _beyond(
     "gini",
@@ -839,12 +844,15 @@ ENTROPY = _beyond(
     aliases=("shannon_entropy",),
     bounds=(0.0, math.inf),
     references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
-    properties=frozenset({"nonnegative"}),
+    variants="RecBole shannonentropy@K is the mean of -p ln p over recommended items instead",
+    properties=frozenset({"nonnegative", "order_invariant"}),
 )
 LONG_TAIL = _beyond(
     "long_tail",
     "Share of recommended items in the long tail: outside the head, the most popular train "
-    "items that together make up the `head` share of train interactions.",
+    "items that together make up the `head` share of train interactions (an item is in the "
+    "head when the items strictly more popular than it make up less than that share; items "
+    "absent from train are in the tail).",
     "mean over i in L@K of [i not in head]",
     params=(
         Param(

@@ -45,7 +45,7 @@ from numpy.typing import NDArray
 
 from ._errors import InputError
 
-__all__ = ["Interactions", "make_interactions"]
+__all__ = ["Interactions", "make_interactions", "make_items", "make_train"]
 
 _CHUNK = 2048
 """Users per random stream. Fixed, so the output does not depend on the thread count."""
@@ -406,3 +406,158 @@ def _recs_kernel(
                 for i in range(start, stop):
                     scores[i] = np.rint(scores[i] * scale) / scale
     return user_col, items, scores
+
+
+# ------------------------------------------------------------ inputs of the beyond metrics
+
+
+def make_train(
+    n_users: int = 1000,
+    *,
+    n_items: int = 1000,
+    mean_items: float = 20.0,
+    ids: Literal["int", "str"] = "int",
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Make seeded training interactions with a long-tailed item popularity.
+
+    Each user ``u`` (ids ``0 .. n_users - 1``) draws ``max(1, rint(X_u))`` items, ``X_u``
+    lognormal of mean ``mean_items`` and ``sigma = 1``, by the Zipf law of the module
+    docstring (rank ``floor((n_items + 1) ** U) - 1`` mapped to item ids through a seeded
+    permutation); repeated draws of one item by one user are dropped, so every
+    ``(user, item)`` pair is distinct. Popularity (distinct users per item) is therefore
+    long-tailed: a few items are in most users' histories, many in almost none.
+
+    Parameters
+    ----------
+    n_users : int, default 1000
+        Number of users.
+    n_items : int, default 1000
+        Item ids ``0 .. n_items - 1``.
+    mean_items : float, default 20.0
+        Mean of the lognormal number of draws per user.
+    ids : {"int", "str"}, default "int"
+        Int64 ids, or String ids ``"u<n>"`` / ``"i<n>"`` as :func:`make_interactions`.
+    seed : int, default 0
+        Seed (>= 0).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``user`` and ``item``, sorted by user then item.
+
+    Examples
+    --------
+    >>> from receval.datasets import make_train
+    >>> train = make_train(200, n_items=1000, seed=1)
+    >>> train.columns, train.n_unique(["user", "item"]) == train.height
+    (['user', 'item'], True)
+    >>> counts = train["item"].value_counts()["count"]
+    >>> bool(counts.max() > 10 * counts.median())  # a long tail
+    True
+    """
+    _check_int("n_users", n_users, 1)
+    _check_int("n_items", n_items, 1)
+    _check_int("seed", seed, 0)
+    if not (isinstance(mean_items, int | float) and math.isfinite(mean_items) and mean_items > 0):
+        msg = f"mean_items must be a finite number > 0; got {mean_items!r}."
+        raise InputError(msg)
+    if ids not in ("int", "str"):
+        msg = f"ids must be 'int' or 'str'; got {ids!r}."
+        raise InputError(msg)
+    rng = np.random.default_rng([seed, 11])
+    mu = math.log(mean_items) - 0.5 * _ACTIVITY_SIGMA**2
+    lengths = np.maximum(1, np.rint(rng.lognormal(mu, _ACTIVITY_SIGMA, n_users))).astype(np.int64)
+    users = np.repeat(np.arange(n_users, dtype=np.int64), lengths)
+    ranks = np.floor((n_items + 1.0) ** rng.random(users.size)).astype(np.int64) - 1
+    item_of_rank = rng.permutation(n_items).astype(np.int64)
+    frame = pl.DataFrame({"user": users, "item": item_of_rank[np.clip(ranks, 0, n_items - 1)]})
+    frame = frame.unique().sort("user", "item")
+    if ids == "str":
+        frame = frame.select(
+            ("u" + pl.col("user").cast(pl.String)).alias("user"),
+            ("i" + pl.col("item").cast(pl.String)).alias("item"),
+        )
+    return frame
+
+
+def make_items(
+    n_items: int = 1000,
+    *,
+    dim: int = 64,
+    n_genres: int = 18,
+    ids: Literal["int", "str"] = "int",
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Make a seeded item table: the catalog and item features for ``ils`` / ``diversity``.
+
+    Every item has a main ``genre`` (``"g<k>"``, genre ``k`` with probability proportional
+    to ``1 / (k + 1)``), a set ``genres`` of 1 to 3 genres that starts with the main one, a
+    ``year`` in 1950..2024 and an ``embedding``: the main genre's random centroid plus
+    Gaussian noise of the same scale, so that items of one genre have similar vectors
+    (cosine about 0.5) and items of different genres nearly orthogonal ones.
+
+    Parameters
+    ----------
+    n_items : int, default 1000
+        Item ids ``0 .. n_items - 1`` (``"i<n>"`` with ``ids="str"``).
+    dim : int, default 64
+        Length of the embedding vectors (Float32).
+    n_genres : int, default 18
+        Number of genres.
+    ids : {"int", "str"}, default "int"
+        Int64 or String item ids.
+    seed : int, default 0
+        Seed (>= 0).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``item``, ``embedding`` (Array(Float32, dim)), ``genre`` (String),
+        ``genres`` (List(String)) and ``year`` (Int64), sorted by item.
+
+    Examples
+    --------
+    >>> from receval.datasets import make_items
+    >>> items = make_items(100, dim=8, seed=3)
+    >>> items.columns
+    ['item', 'embedding', 'genre', 'genres', 'year']
+    >>> items["embedding"].dtype
+    Array(Float32, shape=(8,))
+    """
+    _check_int("n_items", n_items, 1)
+    _check_int("dim", dim, 1)
+    _check_int("n_genres", n_genres, 1)
+    _check_int("seed", seed, 0)
+    if ids not in ("int", "str"):
+        msg = f"ids must be 'int' or 'str'; got {ids!r}."
+        raise InputError(msg)
+    rng = np.random.default_rng([seed, 12])
+    weights = 1.0 / np.arange(1, n_genres + 1)
+    genre = rng.choice(n_genres, size=n_items, p=weights / weights.sum())
+    centroids = rng.standard_normal((n_genres, dim))
+    embedding = (centroids[genre] + rng.standard_normal((n_items, dim))).astype(np.float32)
+    extra = rng.choice(n_genres, size=(n_items, 2), p=weights / weights.sum())
+    n_extra = rng.integers(0, 3, n_items)
+    names = np.array([f"g{k}" for k in range(n_genres)], dtype=object)
+    genres = pl.DataFrame(
+        {
+            "item": np.repeat(np.arange(n_items, dtype=np.int64), 1 + n_extra),
+            "g": np.concatenate([genre[:, None], extra], axis=1)[
+                np.arange(3)[None, :] <= n_extra[:, None]
+            ],
+        }
+    )
+    genres = genres.group_by("item").agg(pl.col("g").unique(maintain_order=True)).sort("item")
+    item_ids = pl.Series("item", np.arange(n_items, dtype=np.int64))
+    if ids == "str":
+        item_ids = "i" + item_ids.cast(pl.String)
+    return pl.DataFrame(
+        {
+            "item": item_ids,
+            "embedding": pl.Series(embedding, dtype=pl.Array(pl.Float32, dim)),
+            "genre": pl.Series(names[genre], dtype=pl.String),
+            "genres": genres["g"].list.eval(pl.lit("g") + pl.element().cast(pl.String)),
+            "year": rng.integers(1950, 2025, n_items),
+        }
+    )

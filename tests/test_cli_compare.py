@@ -1,0 +1,116 @@
+"""The compare, report and plot commands of the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import receval
+from receval.cli import app
+
+runner = CliRunner()
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from receval.datasets import make_interactions
+
+    root = tmp_path_factory.mktemp("cmp")
+    data = make_interactions(300, n_recs=20, seed=0)
+    other = data.recs.with_columns(pl.col("score").shuffle(seed=2).alias("score"))
+    paths = {"truth": root / "truth.parquet", "a": root / "a.parquet", "b": root / "b.parquet"}
+    data.truth.write_parquet(paths["truth"])
+    data.recs.write_parquet(paths["a"])
+    other.write_parquet(paths["b"])
+    return paths
+
+
+def _base(files: dict[str, Path]) -> list[str]:
+    return ["--truth", str(files["truth"]), "--run", f"pop={files['a']}", "--run",
+            f"knn={files['b']}"]  # fmt: skip
+
+
+def test_compare_json_equals_library(files: dict[str, Path]) -> None:
+    args = ["compare", *_base(files), "-m", "ndcg@10", "-m", "mrr", "--test", "wilcoxon",
+            "--format", "json", "--resamples", "200", "--no-progress"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    cmp = receval.compare(
+        files["truth"], {"pop": files["a"], "knn": files["b"]}, ["ndcg@10", "mrr"],
+        test="wilcoxon", n_resamples=200,
+    )  # fmt: skip
+    assert doc == json.loads(cmp.to_json())
+    assert doc["baseline"] == "pop" and doc["settings"]["test"] == "wilcoxon"
+
+
+def test_compare_table_and_outputs(files: dict[str, Path], tmp_path: Path) -> None:
+    args = ["compare", *_base(files), "-m", "ndcg@10", "--baseline", "knn", "--correction",
+            "none", "--resamples", "100", "-o", str(tmp_path / "c.md")]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "receval compare (baseline knn)" in out.stdout
+    md = (tmp_path / "c.md").read_text()
+    assert md.startswith("| model | ndcg@10 |") and "| knn (baseline) |" in md
+    for suffix, start in ((".tex", "% requires"), (".json", "{"), (".csv", "model,metric")):
+        path = tmp_path / f"c{suffix}"
+        args[-1] = str(path)
+        assert runner.invoke(app, args).exit_code == 0
+        assert path.read_text().startswith(start)
+    for fmt, start in (("markdown", "| model"), ("latex", "% requires"), ("csv", "model,")):
+        got = runner.invoke(app, [*args[:-2], "--format", fmt])
+        assert got.exit_code == 0 and got.stdout.startswith(start)
+
+
+def test_report_writes_html(files: dict[str, Path], tmp_path: Path) -> None:
+    path = tmp_path / "report.html"
+    args = ["report", *_base(files), "-m", "ndcg@10", "--resamples", "100", "-o", str(path),
+            "--title", "Offline test"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    html = path.read_text()
+    assert "<title>Offline test</title>" in html and html.count("data:image/png;base64,") == 2
+
+
+@pytest.mark.parametrize("kind", ["roc", "pr", "metric-at-k", "per-user"])
+def test_plot_commands(files: dict[str, Path], tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"{kind}.png"
+    extra = {"metric-at-k": ["-m", "recall", "--k", "5"], "per-user": ["-m", "mrr"]}
+    args = ["plot", kind, "--truth", str(files["truth"]), "--recs", str(files["a"]),
+            "--run", f"other={files['b']}", "-o", str(path), *extra.get(kind, [])]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert path.read_bytes().startswith(PNG)
+    assert f"wrote {path}" in out.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["compare", "--truth", "t.parquet"], "missing --run NAME=PATH"),
+        (["compare", "--truth", "t.parquet", "--run", "nope"], "--run must be NAME=PATH"),
+        (["compare", "--truth", "t.parquet", "--run", "a=x", "--run", "a=y"],
+         "--run names must be unique; 'a' is given twice."),
+        (["compare", "--truth", "missing.parquet", "--run", "a=x.parquet"],
+         "truth file 'missing.parquet' does not exist."),
+    ],
+)  # fmt: skip
+def test_errors(args: list[str], match: str) -> None:
+    out = runner.invoke(app, args)
+    assert out.exit_code == 2
+    assert match in " ".join(out.output.split())
+
+
+def test_compare_bad_baseline_and_output(files: dict[str, Path], tmp_path: Path) -> None:
+    out = runner.invoke(app, ["compare", *_base(files), "--baseline", "zzz", "--no-progress"])
+    assert out.exit_code == 2
+    assert "baseline must be one of the runs ('pop', 'knn'); got 'zzz'." in out.output
+    out = runner.invoke(
+        app, ["compare", *_base(files), "--resamples", "50", "-o", str(tmp_path / "x.doc")]
+    )
+    assert out.exit_code == 2 and "expected a .md, .tex, .json, .html" in out.output
