@@ -8,27 +8,49 @@
 (0.8984, 0.75)
 >>> res.counts
 Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0)
+
+Array functions in the style of scikit-learn (truth first, options keyword-only):
+
+>>> receval.auc([1, 1, 0, 0, 0], [0.4, 0.8, 0.2, 0.4, 0.5])
+0.75
+>>> receval.rmse([4, 3, 5], [3.5, 3, 4])
+0.6454972243679028
 """
 
 from __future__ import annotations
 
 from . import plot
-from ._classification import *  # noqa: F403 (array functions: auc, roc_curve, ...)
-from ._classification import __all__ as _classification_all
-from ._compare import *  # noqa: F403 (compare and its result)
-from ._compare import __all__ as _compare_all
-from ._errors import InputError, MetricError, RecevalError
+from ._classification import (
+    ConfusionMatrix,
+    GaucWeight,
+    accuracy,
+    auc,
+    average_precision,
+    confusion_matrix,
+    fbeta,
+    gauc,
+    group_auc,
+    log_loss,
+    pr_curve,
+    precision,
+    recall,
+    roc_curve,
+)
+from ._compare import Comparison, compare
+from ._errors import InputError, MetricError, RecevalError, UndefinedMetricWarning
 from ._evaluate import NoRecsPolicy, TiesPolicy, evaluate
 from ._io import read_trec_qrels, read_trec_run
-from ._rating import *  # noqa: F403 (array functions: mae, rmse, ...)
-from ._rating import __all__ as _rating_all
+from ._rating import mae, mse, nmae, r2, rmse
 from ._registry import Metric, MetricSpec, Param, list_metrics, parse_metric
 from ._result import Counts, Result
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
+    "Comparison",
+    "ConfusionMatrix",
     "Counts",
+    "GaucWeight",
     "InputError",
     "Metric",
     "MetricError",
@@ -38,14 +60,30 @@ __all__ = [
     "RecevalError",
     "Result",
     "TiesPolicy",
+    "UndefinedMetricWarning",
     "__version__",
+    "accuracy",
+    "auc",
+    "average_precision",
+    "compare",
+    "confusion_matrix",
     "evaluate",
+    "fbeta",
+    "gauc",
+    "group_auc",
     "list_metrics",
+    "log_loss",
+    "mae",
+    "mse",
+    "nmae",
     "parse_metric",
     "plot",
+    "pr_curve",
+    "precision",
+    "r2",
     "read_trec_qrels",
     "read_trec_run",
+    "recall",
+    "rmse",
+    "roc_curve",
 ]
-__all__ += _classification_all  # noqa: PLE0605 (explicit names replace these once the modules exist)
-__all__ += _rating_all  # noqa: PLE0605 (explicit names replace these once the modules exist)
-__all__ += _compare_all  # noqa: PLE0605 (explicit names replace these once the modules exist)

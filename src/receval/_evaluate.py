@@ -1,8 +1,8 @@
 """``evaluate``: every metric family of recommendations against truth.
 
 Internal protocol between the families. :func:`evaluate` reads and checks the inputs, builds
-the canonical layout once (:class:`Prepared`: rows grouped by user, item keys, truth matched
-against recs by the ranking kernel) and hands each family's metrics to its part:
+the canonical layout once (:func:`prepare` -> :class:`Prepared`: rows grouped by user, item
+keys, truth matched against recs by the ranking kernel) and hands each family's metrics to its part:
 
 * ``ranking``: :func:`_ranking_part` (this module, :mod:`receval._kernels`);
 * ``classification`` and ``rating``: :mod:`receval._pointwise`;
@@ -40,7 +40,7 @@ from ._layout import (
 from ._registry import Family, Metric, ParamValue, parse_metrics
 from ._result import Counts, Result
 
-__all__ = ["NoRecsPolicy", "Part", "Prepared", "TiesPolicy", "evaluate"]
+__all__ = ["KernelOutput", "NoRecsPolicy", "Part", "Prepared", "TiesPolicy", "evaluate", "prepare"]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
 NoRecsPolicy = Literal["zero", "skip", "raise"]
@@ -165,8 +165,50 @@ def evaluate(
     ):
         msg = f"relevance_threshold must be a finite number > 0; got {relevance_threshold!r}."
         raise InputError(msg)
-    order_col = rank_col if rank_col is not None else score_col
+    options = {
+        "train": train, "items": items, "item_features": item_features,
+        "rating_range": rating_range,
+    }  # fmt: skip
+    ranking = tuple(m for m in plan if m.spec.family == "ranking")
+    prep, kernel = prepare(
+        truth, recs, ranking, user_col=user_col, item_col=item_col, score_col=score_col,
+        rank_col=rank_col, relevance_col=relevance_col, ties=ties,
+        relevance_threshold=float(relevance_threshold), no_recs=no_recs, options=options,
+    )  # fmt: skip
+    settings = {"ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs}
+    parts = []
+    if ranking:
+        parts.append(_ranking_part(ranking, prep, kernel))
+    handlers = _family_parts()
+    for family in ("classification", "rating", "beyond"):
+        chosen = tuple(m for m in plan if m.spec.family == family)
+        if chosen:
+            parts.append(handlers[family](chosen, prep))
+    return _merge(plan, parts, prep, settings)
 
+
+def prepare(
+    truth: Any,
+    recs: Any,
+    ranking: tuple[Metric, ...] = (),
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: TiesPolicy = "expected",
+    relevance_threshold: float = 1.0,
+    no_recs: NoRecsPolicy = "zero",
+    options: dict[str, Any] | None = None,
+) -> tuple[Prepared, KernelOutput]:
+    """Read, check, group and match ``truth`` and ``recs``; run the ranking kernel.
+
+    The shared first half of :func:`evaluate` (options already checked): every family's part
+    reads the returned :class:`Prepared` layout; the :class:`KernelOutput` holds the values of
+    the ``ranking`` metrics (none when ``ranking`` is empty: the kernel then only matches).
+    """
+    order_col = rank_col if rank_col is not None else score_col
     given_relevance = relevance_col is not None
     relevance_col = relevance_col or "relevance"
     t_raw = read_table(
@@ -193,16 +235,11 @@ def evaluate(
     t_grp = group_by_user(t_frame, user_col)
     r_grp = group_by_user(r_frame, user_col)
     u2r = _match_users(t_grp.keys, r_grp.keys)
-
-    options = {
-        "train": train, "items": items, "item_features": item_features,
-        "rating_range": rating_range, "has_relevance": has_relevance,
-    }  # fmt: skip
-    return _run(
-        plan, t_grp, r_grp, u2r,
+    return _match(
+        ranking, t_grp, r_grp, u2r,
         user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
-        no_recs=no_recs, options=options,
+        no_recs=no_recs, options={**(options or {}), "has_relevance": has_relevance},
     )  # fmt: skip
 
 
@@ -331,8 +368,19 @@ def _family_parts() -> dict[Family, Callable[[tuple[Metric, ...], Prepared], Par
     }
 
 
-def _run(
-    plan: tuple[Metric, ...],
+@dataclass(frozen=True)
+class KernelOutput:
+    """The ranking kernel's values: ``out`` (users x ranking metrics), ``nrel`` (|R| per user
+    and threshold), ``thr_idx`` (each metric's threshold column) and ``ops`` (opcodes)."""
+
+    out: np.ndarray
+    nrel: np.ndarray
+    thr_idx: list[int]
+    ops: np.ndarray
+
+
+def _match(
+    ranking: tuple[Metric, ...],
     t_grp: Grouped,
     r_grp: Grouped,
     u2r: np.ndarray,
@@ -346,8 +394,7 @@ def _run(
     threshold: float,
     no_recs: NoRecsPolicy,
     options: dict[str, Any],
-) -> Result:
-    ranking = tuple(m for m in plan if m.spec.family == "ranking")
+) -> tuple[Prepared, KernelOutput]:
     t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
     r_order = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
     r_score = -r_order if by_rank else r_order
@@ -409,7 +456,6 @@ def _run(
         if status.any() or other_dups.any():
             _check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
 
-    settings = {"ties": ties, "relevance_threshold": threshold, "no_recs": no_recs}
     has_recs = u2r >= 0
     evaluated = nrel[:, 0] >= 1
     counts = Counts(
@@ -424,15 +470,7 @@ def _run(
         relevance_col=relevance_col, order_col=order_col, by_rank=by_rank, ties=ties,
         threshold=threshold, no_recs=no_recs, counts=counts, options=options,
     )  # fmt: skip
-    parts = []
-    if ranking:
-        parts.append(_ranking_part(ranking, prep, out=out, nrel=nrel, thr_idx=thr_idx, ops=ops))
-    handlers = _family_parts()
-    for family in ("classification", "rating", "beyond"):
-        chosen = tuple(m for m in plan if m.spec.family == family)
-        if chosen:
-            parts.append(handlers[family](chosen, prep))
-    return _merge(plan, parts, prep, settings)
+    return prep, KernelOutput(out, nrel, thr_idx, ops)
 
 
 def _merge(
@@ -517,19 +555,9 @@ def _check_duplicates(
     return True
 
 
-def _ranking_part(
-    plan: tuple[Metric, ...],
-    prep: Prepared,
-    *,
-    out: np.ndarray | None = None,
-    nrel: np.ndarray | None = None,
-    thr_idx: list[int] | None = None,
-    ops: np.ndarray | None = None,
-) -> Part:
+def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput) -> Part:
     """Means and per-user values of the ranking metrics from the kernel's output."""
-    if out is None or nrel is None or thr_idx is None or ops is None:
-        msg = "the ranking part needs the kernel's output"
-        raise TypeError(msg)
+    out, nrel, thr_idx, ops = kernel.out, kernel.nrel, kernel.thr_idx, kernel.ops
     counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
     user_col, no_recs = prep.user_col, prep.no_recs
     has_recs = u2r >= 0

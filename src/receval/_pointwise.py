@@ -11,7 +11,6 @@ the arithmetic is in :mod:`receval._classification` and :mod:`receval._rating`.
 
 from __future__ import annotations
 
-import contextvars
 import math
 import warnings
 from typing import Any
@@ -22,16 +21,12 @@ import polars as pl
 from . import _classification as C
 from . import _rating as R
 from ._errors import InputError, UndefinedMetricWarning
-from ._evaluate import Part, Prepared, evaluate
+from ._evaluate import Part, Prepared, prepare
 from ._layout import show_rows
 from ._registry import Metric
 
 __all__ = ["classification_part", "labelled_rows", "rating_part"]
 
-# labelled_rows runs evaluate's own pipeline and takes the Prepared layout from here
-_CAPTURE: contextvars.ContextVar[list[Prepared] | None] = contextvars.ContextVar(
-    "receval_pointwise_capture", default=None
-)
 _THRESHOLDED = {"accuracy", "ppv", "tpr", "fpr", "tnr", "fbeta_score"}
 
 
@@ -79,16 +74,18 @@ def labelled_rows(
     >>> receval.auc(y, s) == receval.evaluate(truth, recs, "auc")["auc"]
     True
     """
-    store: list[Prepared] = []
-    token = _CAPTURE.set(store)
-    try:
-        evaluate(
-            truth, recs, "auc", user_col=user_col, item_col=item_col, score_col=score_col,
-            relevance_col=relevance_col, relevance_threshold=relevance_threshold,
-        )  # fmt: skip
-    finally:
-        _CAPTURE.reset(token)
-    prep = store[0]
+    if (
+        isinstance(relevance_threshold, bool)
+        or not isinstance(relevance_threshold, int | float)
+        or not math.isfinite(relevance_threshold)
+        or relevance_threshold <= 0
+    ):
+        msg = f"relevance_threshold must be a finite number > 0; got {relevance_threshold!r}."
+        raise InputError(msg)
+    prep, _ = prepare(
+        truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+        relevance_col=relevance_col, relevance_threshold=float(relevance_threshold),
+    )  # fmt: skip
     labels, _ = _labels(prep, prep.threshold)
     users = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(prep.r_grp.offsets))
     return labels, np.ascontiguousarray(prep.r_score, dtype=np.float64), users
@@ -122,10 +119,6 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     ``positives_without_score`` (those of them that are relevant), plus the confusion counts
     of thresholded metrics and the users used / skipped by ``gauc``.
     """
-    capture = _CAPTURE.get()
-    if capture is not None:
-        capture.append(prep)
-        return Part({m.canonical: math.nan for m in plan})
     if prep.by_rank:
         names = ", ".join(m.canonical for m in plan)
         msg = (
