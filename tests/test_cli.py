@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import receval
-from receval.cli import DEFAULT_METRICS, app
+from receval.cli import DEFAULT_METRICS, DEMO_BEYOND, app
 
 runner = CliRunner()
 
@@ -326,12 +326,30 @@ def test_demo_prints_every_default_metric() -> None:
     code, out, err = cli("demo", "--users", "500")
     assert code == 0, err
     lines = out.splitlines()
-    for m in DEFAULT_METRICS:
+    for m in DEFAULT_METRICS + DEMO_BEYOND:
         row = [line for line in lines if f" {m} " in line]
         assert len(row) == 1, (m, out)
         value = float(row[0].replace("│", " ").split()[-1])
-        assert 0.0 <= value <= 1.0
+        if m.startswith("novelty"):
+            assert value > 0.0  # bits of self-information
+        else:
+            assert 0.0 <= value <= 1.0
     assert "500 users" in out
+
+
+def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
+    code, out, err = cli("demo", "--users", "200", "--recs", "20", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert list(doc["metrics"]) == DEFAULT_METRICS + DEMO_BEYOND
+    assert doc["details"]["coverage@10"]["catalog"] == "truth+recs+train"
+    assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
+
+
+def test_demo_rejects_no_users() -> None:
+    code, _, err = cli("demo", "--users", "0")
+    assert code == 2
+    assert "--users must be an integer >= 1; got 0." in err
 
 
 def test_demo_save_then_evaluate(tmp_path: Path) -> None:
@@ -341,7 +359,11 @@ def test_demo_save_then_evaluate(tmp_path: Path) -> None:
         "json", "-m", "ndcg@10", "-m", "mrr",
     )  # fmt: skip
     assert code == 0, err
-    assert sorted(p.name for p in folder.iterdir()) == ["recs.parquet", "truth.parquet"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "recs.parquet",
+        "train.parquet",
+        "truth.parquet",
+    ]
     truth = pl.read_parquet(folder / "truth.parquet")
     recs = pl.read_parquet(folder / "recs.parquet")
     assert {"user", "item", "relevance"} <= set(truth.columns)

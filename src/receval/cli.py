@@ -32,6 +32,7 @@ from ._result import Result
 __all__ = ["app", "main"]
 
 DEFAULT_METRICS = ["ndcg@10", "map@100", "mrr", "recall@20", "precision@10", "hit_rate@10"]
+DEMO_BEYOND = ["coverage@10", "novelty@10", "gini@10"]  # the demo's lists judged against train
 
 app = typer.Typer(
     name="receval",
@@ -289,23 +290,37 @@ def demo_cmd(
         typer.Option(help="Also write truth.parquet and recs.parquet into this folder."),
     ] = None,
 ) -> None:
-    """Generate realistic interaction data and evaluate a model's recommendations on it."""
-    from .datasets import make_interactions
+    """Generate realistic interaction data and evaluate a model's recommendations on it.
+
+    Without --metric: the default ranking metrics, plus coverage, novelty and the Gini index of
+    the top-10 lists against a generated training set.
+    """
+    from .datasets import make_interactions, make_train
 
     try:
+        if users < 1:
+            msg = f"--users must be an integer >= 1; got {users}."
+            raise InputError(msg)
         data = make_interactions(users, n_recs=recs_per_user, seed=seed)
+        n_items = max(1000, 10 * recs_per_user, users // 2)  # make_interactions' catalog
+        train = make_train(users, n_items=n_items, seed=seed + 1)
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
             write_frame(data.truth, save / "truth.parquet")
             write_frame(data.recs, save / "recs.parquet")
+            write_frame(train, save / "train.parquet")
         if fmt is Format.table:
             _out.print(
-                f"generated {data.truth.height:,} truth rows and {data.recs.height:,} "
-                f"recommendation rows for {users:,} users (seed {seed})",
+                f"generated {data.truth.height:,} truth rows, {data.recs.height:,} "
+                f"recommendation rows and {train.height:,} train rows for {users:,} users "
+                f"(seed {seed})",
                 highlight=False,
             )
         start = time.perf_counter()
-        res = evaluate(data.truth, data.recs, metric or DEFAULT_METRICS, ties=ties.value)
+        res = evaluate(
+            data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
+            train=train,
+        )  # fmt: skip
         seconds = time.perf_counter() - start
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
@@ -313,7 +328,7 @@ def demo_cmd(
     if save is not None and fmt is Format.table:
         _out.print(
             f"try: receval evaluate --truth {save / 'truth.parquet'} --recs "
-            f"{save / 'recs.parquet'} -m ndcg@10",
+            f"{save / 'recs.parquet'} --train {save / 'train.parquet'} -m ndcg@10 -m novelty@10",
             highlight=False,
         )
 
