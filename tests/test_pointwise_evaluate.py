@@ -30,9 +30,20 @@ CASES = [scaled(random_case(random.Random(seed), string_ids=seed % 2 == 1)) for 
 
 
 def rows_of(case: Case, threshold: float) -> tuple[np.ndarray, np.ndarray, list[Hashable]]:
-    """Labels, scores and users of the recs rows, straight from the dicts."""
-    y = [int(case.truth.get(u, {}).get(i, 0) >= threshold) for u, i, _ in case.recs]
-    return np.array(y), np.array([s for _, _, s in case.recs]), [u for u, _, _ in case.recs]
+    """Labels, scores and users of the recs rows of users in truth, straight from the dicts."""
+    kept = [(u, i, s) for u, i, s in case.recs if u in case.truth]
+    y = [int(case.truth[u].get(i, 0) >= threshold) for u, i, _ in kept]
+    return np.array(y), np.array([s for _, _, s in kept]), [u for u, _, _ in kept]
+
+
+def test_cases_have_recs_users_not_in_truth() -> None:
+    """The exclusion above is exercised: recs users outside truth exist and are counted."""
+    for case in CASES:
+        outside = [u for u, _, _ in case.recs if u not in case.truth]
+        assert outside
+        res = run(case, ["auc"])
+        assert res.details["auc"]["rows_of_users_not_in_truth"] == len(outside)
+        assert res.details["auc"]["rows"] == len(case.recs) - len(outside)
 
 
 def run(case: Case, metrics: list[str], **kwargs: Any) -> receval.Result:
@@ -76,7 +87,7 @@ def test_global_classification_metrics_equal_sklearn(case: Case, threshold: floa
     assert got["f2"] == pytest.approx(skm.fbeta_score(y, pred, beta=2))
     info = res.details[receval.parse_metric(names["accuracy"]).canonical]
     assert (info["tp"], info["fp"], info["fn"], info["tn"]) == (tp, fp, fn, tn)
-    assert info["rows"] == len(case.recs)
+    assert info["rows"] == len(y)
     assert info["positives"] == int(y.sum())
     scored = {(u, i) for u, i, _ in case.recs}
     unscored = [

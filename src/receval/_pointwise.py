@@ -42,8 +42,9 @@ def labelled_rows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The classification rows of ``(truth, recs)`` as :func:`receval.evaluate` sees them.
 
-    One row per recs row, grouped by user (users in the order :func:`~receval.evaluate` groups
-    them, rows of a user in input order). Inputs are read, validated and matched by
+    One row per recs row of a user in truth (recs users not in truth are left out, as from
+    every accuracy metric), grouped by user (users in the order :func:`~receval.evaluate`
+    groups them, rows of a user in input order). Inputs are read, validated and matched by
     :func:`~receval.evaluate`'s own pipeline, with the same errors.
 
     Parameters
@@ -60,14 +61,14 @@ def labelled_rows(
     scores : numpy.ndarray
         float64: the recs score.
     users : numpy.ndarray
-        int64: dense user codes 0, 1, ... (one per recs user, in row order).
+        int64: dense user codes 0, 1, ... (one per user kept, in row order).
 
     Examples
     --------
     >>> import receval
     >>> from receval._pointwise import labelled_rows
     >>> truth = {"u1": {"a": 1}, "u2": {"c": 2, "d": 0}}
-    >>> recs = {"u1": {"a": 0.9, "b": 0.4}, "u2": {"c": 0.3, "d": 0.8}}
+    >>> recs = {"u1": {"a": 0.9, "b": 0.4}, "u2": {"c": 0.3, "d": 0.8}, "u3": {"a": 0.1}}
     >>> y, s, u = labelled_rows(truth, recs)
     >>> y.tolist(), s.tolist(), u.tolist()
     ([1, 0, 1, 0], [0.9, 0.4, 0.3, 0.8], [0, 0, 1, 1])
@@ -87,8 +88,12 @@ def labelled_rows(
         relevance_col=relevance_col, relevance_threshold=float(relevance_threshold),
     )  # fmt: skip
     labels, _ = _labels(prep, prep.threshold)
-    users = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(prep.r_grp.offsets))
-    return labels, np.ascontiguousarray(prep.r_score, dtype=np.float64), users
+    in_truth = _in_truth(prep)
+    sizes = np.diff(prep.r_grp.offsets)[in_truth]
+    keep = np.repeat(in_truth, np.diff(prep.r_grp.offsets))
+    users = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    scores = np.ascontiguousarray(prep.r_score[keep], dtype=np.float64)
+    return np.ascontiguousarray(labels[keep]), scores, users
 
 
 def _labels(prep: Prepared, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -126,8 +131,17 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             f"rank_col={prep.order_col!r}. Pass score_col= instead."
         )
         raise InputError(msg)
+    # users in recs but not in truth are left out of accuracy metrics (METRICS.md, "Which users")
+    groups = np.flatnonzero(_in_truth(prep))
+    sizes = np.diff(prep.r_grp.offsets)
+    keep = None if groups.size == prep.r_grp.n_users else np.repeat(_in_truth(prep), sizes)
     scores = np.ascontiguousarray(prep.r_score, dtype=np.float64)
+    if keep is not None:
+        scores = scores[keep]
+    offsets = np.zeros(groups.size + 1, dtype=np.int64)
+    np.cumsum(sizes[groups], out=offsets[1:])
     n_rows = scores.shape[0]
+    left_out = int(prep.r_score.shape[0] - n_rows)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
@@ -136,7 +150,8 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     for m in plan:
         threshold = prep.threshold_of(m)
         if threshold not in cache:
-            cache[threshold] = _labels(prep, threshold)
+            labels, relevant = _labels(prep, threshold)
+            cache[threshold] = (labels if keep is None else labels[keep], relevant)
             if prep.no_recs == "raise":
                 _raise_no_recs(prep, cache[threshold][1], m)
         labels, relevant = cache[threshold]
@@ -146,6 +161,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             "positives": n_pos,
             "truth_rows_without_score": int(np.count_nonzero(prep.t_match < 0)),
             "positives_without_score": int(np.count_nonzero(relevant & (prep.t_match < 0))),
+            "rows_of_users_not_in_truth": left_out,
         }
         name = m.name
         if name == "auc":
@@ -160,7 +176,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             _check_probabilities(prep, m)
             value = C.log_loss_of(labels, scores)
         elif name == "gauc":
-            value, column, used, skipped = _gauc(m, prep, labels, scores)
+            value, column, used, skipped = _gauc(m, offsets, labels, scores)
             columns[m.canonical] = column
             info.update(users_used=used, users_skipped=skipped)
         elif name in _THRESHOLDED:
@@ -176,7 +192,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
 
     per_user = None
     if columns:
-        users, rows = _sorted_users(prep.r_grp.keys, np.arange(prep.r_grp.n_users))
+        users, rows = _sorted_users(prep.r_grp.keys.gather(groups), np.arange(groups.size))
         per_user = pl.DataFrame(
             [users.alias(prep.user_col)]
             + [
@@ -230,10 +246,17 @@ def _check_probabilities(prep: Prepared, m: Metric) -> None:
         raise InputError(msg)
 
 
+def _in_truth(prep: Prepared) -> np.ndarray:
+    """For each recs group, whether its user is in truth."""
+    found = np.zeros(prep.r_grp.n_users, dtype=np.bool_)
+    found[prep.u2r[prep.u2r >= 0]] = True
+    return found
+
+
 def _gauc(
-    m: Metric, prep: Prepared, labels: np.ndarray, scores: np.ndarray
+    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int]:
-    rows, positives, auc_u = C._group_pair_counts(prep.r_grp.offsets, labels, scores)
+    rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, str(m.get("weight")))
     if not used:
         _warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
