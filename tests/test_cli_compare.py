@@ -49,6 +49,30 @@ def test_compare_json_equals_library(files: dict[str, Path]) -> None:
     assert doc["baseline"] == "pop" and doc["settings"]["test"] == "wilcoxon"
 
 
+def test_compare_passes_evaluate_options(files: dict[str, Path], tmp_path: Path) -> None:
+    """--train, --no-recs and the other evaluate options reach every run's evaluation."""
+    from receval.datasets import make_train
+
+    train = tmp_path / "train.parquet"
+    make_train(300, n_items=1000, seed=1).write_parquet(train)
+    args = ["compare", *_base(files), "-m", "novelty@10", "-m", "coverage@10", "-m", "mrr",
+            "--train", str(train), "--no-recs", "skip", "--format", "json", "--resamples",
+            "100", "--no-progress"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    cmp = receval.compare(
+        files["truth"], {"pop": files["a"], "knn": files["b"]},
+        ["novelty@10", "coverage@10", "mrr"], n_resamples=100, train=train, no_recs="skip",
+    )  # fmt: skip
+    assert doc == json.loads(cmp.to_json())
+    assert cmp.results["pop"].settings["no_recs"] == "skip"
+    # without --train the novelty metric names the missing argument
+    out = runner.invoke(app, [*args[:9], "--no-progress"])
+    assert out.exit_code == 2
+    assert "train" in out.output
+
+
 def test_compare_table_and_outputs(files: dict[str, Path], tmp_path: Path) -> None:
     args = ["compare", *_base(files), "-m", "ndcg@10", "--baseline", "knn", "--correction",
             "none", "--resamples", "100", "-o", str(tmp_path / "c.md")]  # fmt: skip

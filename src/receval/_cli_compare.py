@@ -127,13 +127,37 @@ def _eval_options(
     relevance_col: str | None,
     ties: TiesOpt | None,
     threshold: float | None,
+    family: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    from .cli import _features
+
+    family = family or {}
+    no_recs = family.get("no_recs")
     given = {
         "user_col": user_col, "item_col": item_col, "score_col": score_col,
         "rank_col": rank_col, "relevance_col": relevance_col,
         "ties": ties.value if ties else None, "relevance_threshold": threshold,
+        "no_recs": no_recs.value if no_recs else None,
+        "train": family.get("train"), "items": family.get("items"),
+        "item_features": _features(family.get("item_features")),
+        "rating_range": family.get("rating_range"),
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
+
+
+class NoRecsOpt(StrEnum):
+    """What happens to evaluated users without recommendations."""
+
+    zero = "zero"
+    skip = "skip"
+    raise_ = "raise"
+
+
+_NO_RECS_HELP = "Evaluated users without recs: zero, skip or raise \\[default: zero]."
+_TRAIN_HELP = "Training interactions: popularity for novelty, arp, long_tail."
+_ITEMS_HELP = "Item table: the catalog (coverage, gini) and item features (ils)."
+_FEATURES_HELP = "Item features for ils/diversity: a vector column, or columns separated by commas."
+_RANGE_HELP = "Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."
 
 
 def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
@@ -274,12 +298,21 @@ def register_compare_commands(app: typer.Typer) -> None:
         relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
         ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
         threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
+        no_recs: Annotated[NoRecsOpt | None, typer.Option(help=_NO_RECS_HELP)] = None,
+        train: Annotated[Path | None, typer.Option(help=_TRAIN_HELP)] = None,
+        items: Annotated[Path | None, typer.Option(help=_ITEMS_HELP)] = None,
+        item_features: Annotated[str | None, typer.Option(help=_FEATURES_HELP)] = None,
+        rating_range: Annotated[tuple[float, float] | None, typer.Option(help=_RANGE_HELP)] = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         from ._errors import RecevalError
 
+        family = {
+            "no_recs": no_recs, "train": train, "items": items, "item_features": item_features,
+            "rating_range": rating_range,
+        }  # fmt: skip
         options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold)  # fmt: skip
+                                threshold, family)  # fmt: skip
         settings = settings_of(baseline, test, correction, alpha, confidence, ci, resamples,
                                permutations, seed, options)  # fmt: skip
         try:
@@ -320,13 +353,22 @@ def register_compare_commands(app: typer.Typer) -> None:
         relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
         ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
         threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
+        no_recs: Annotated[NoRecsOpt | None, typer.Option(help=_NO_RECS_HELP)] = None,
+        train: Annotated[Path | None, typer.Option(help=_TRAIN_HELP)] = None,
+        items: Annotated[Path | None, typer.Option(help=_ITEMS_HELP)] = None,
+        item_features: Annotated[str | None, typer.Option(help=_FEATURES_HELP)] = None,
+        rating_range: Annotated[tuple[float, float] | None, typer.Option(help=_RANGE_HELP)] = None,
     ) -> None:
         """Write a self-contained HTML report (tables and plots) comparing models."""
         from ._errors import RecevalError
         from .cli import _out
 
+        family = {
+            "no_recs": no_recs, "train": train, "items": items, "item_features": item_features,
+            "rating_range": rating_range,
+        }  # fmt: skip
         options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold)  # fmt: skip
+                                threshold, family)  # fmt: skip
         settings = settings_of(baseline, test, correction, alpha, confidence, ci, resamples,
                                permutations, seed, options)  # fmt: skip
         try:
