@@ -9,11 +9,14 @@ under ``"expected"``, ``"optimistic"`` and ``"pessimistic"`` (which are defined 
 relevance and mean nothing here), by item id ascending (integers numerically, strings as text),
 so no value depends on row order. Every metric is a function of the set ``L_u@K``.
 
-Data flow: Polars reads and checks ``train`` / ``items``, unifies item id types with recs and
-factorises item ids to dense codes over the sorted catalog; a Numba kernel selects each user's
-top K (:mod:`receval._beyond_kernels`); NumPy (``bincount``, ``reduceat``) and the similarity
-kernels do the rest. No Python loop runs over users or rows, except over the distinct item
-pairs when ``item_features`` is a caller's function (it is the caller's code).
+Data flow: Polars reads and checks ``train`` / ``items`` and unifies item id types with recs;
+a Numba kernel selects each user's top K (:mod:`receval._beyond_kernels`), integer ids
+breaking ties by themselves; the catalog is the sorted distinct ids (integer ids in a dense
+range are marked in a table by a Numba pass, others go through Polars ``unique``), and only
+the selected rows are factorised to catalog codes (string ids: every row, their codes are the
+tie keys); NumPy (``bincount``, ``reduceat``) and the similarity kernels do the rest. No Python
+loop runs over users or rows, except over the distinct item pairs when ``item_features`` is a
+caller's function (it is the caller's code).
 
 Examples
 --------
@@ -74,13 +77,12 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         name = m.name
         info: dict[str, Any] = {"users": n_users}
         if name in ("coverage", "gini", "entropy"):
-            exposure = np.bincount(codes, minlength=ctx.n_catalog)
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
-            means[m.canonical] = _global(name, exposure)
+            means[m.canonical] = _global(name, ctx.exposure(m.k))
         elif name in _NEEDS_TRAIN:
             pop = ctx.popularity()
-            absent = np.unique(codes[pop.counts[codes] == 0])
-            info.update(train_users=pop.n_users, not_in_train=int(absent.size))
+            absent = np.count_nonzero((ctx.exposure(m.k) > 0) & (pop.counts == 0))
+            info.update(train_users=pop.n_users, not_in_train=int(absent))
             if name == "novelty":
                 safe = np.maximum(pop.counts, 1).astype(np.float64)
                 row_values = -np.log2(safe / pop.n_users)[codes]
@@ -188,18 +190,20 @@ class _Popularity:
 
 @dataclass
 class _Context:
-    """What the beyond metrics share: catalog codes of the recs rows, top-K lists, train
-    popularity and item similarity, each computed once."""
+    """What the beyond metrics share: the catalog, top-K lists with their catalog codes,
+    exposure, train popularity and item similarity, each computed once."""
 
     prep: Prepared
     plan: tuple[Metric, ...]
     catalog: pl.Series
     catalog_source: str
-    row_codes: np.ndarray
+    ids: np.ndarray | None  # int64 item id per recs row (integer ids), else None
+    row_codes: np.ndarray | None  # catalog code per recs row when computed for every row
     train: pl.DataFrame | None
     items: pl.DataFrame | None
     tie: np.ndarray
     _tops: dict[int | None, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _exposure: dict[int | None, np.ndarray] = field(default_factory=dict)
     _pop: _Popularity | None = None
     _sim: dict[int | None, tuple[np.ndarray, str]] = field(default_factory=dict)
 
@@ -213,13 +217,15 @@ class _Context:
         r_items = prep.r_grp.frame[item_col]
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
+        ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
         train = _read_train(prep, kind)
         items = _read_items(prep, kind)
+        row_codes = None
         if items is not None:
             catalog = items[item_col]
             source = "items"
-            codes = _codes(catalog, r_items)
-            missing = codes < 0
+            row_codes = _codes(catalog, r_items if ids is None else ids)
+            missing = row_codes < 0
             if missing.any():
                 absent = r_items.filter(pl.Series(missing)).unique(maintain_order=True)
                 msg = (
@@ -229,20 +235,24 @@ class _Context:
                 )
                 raise InputError(msg)
         else:
-            parts = [prep.t_grp.frame[item_col].cast(kind), r_items]
+            others = [prep.t_grp.frame[item_col].cast(kind)]
             source = "truth+recs"
             if train is not None:
-                parts.append(train[item_col])
+                others.append(train[item_col])
                 source += "+train"
-            catalog = pl.concat(parts).unique().sort()
-            codes = _codes(catalog, r_items)
+            catalog = _catalog(r_items, ids, others)
+            if ids is None:  # string ids: the codes are the tie keys of "expected" below
+                row_codes = _codes(catalog, r_items)
         if prep.ties == "first":
             tie = np.arange(r_items.len(), dtype=np.int64)
         elif prep.ties == "trec":
             tie = -trec_tie_keys(prep.r_grp.frame[item_col], prep.r_item)
+        elif ids is not None:
+            tie = ids  # item id ascending
         else:
-            tie = codes  # the catalog is sorted by id: code order is id order
-        return _Context(prep, plan, catalog, source, codes, train, items, tie)
+            assert row_codes is not None
+            tie = row_codes  # the catalog is sorted by id: code order is id order
+        return _Context(prep, plan, catalog, source, ids, row_codes, train, items, tie)
 
     def top(self, k: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Offsets and catalog codes of every user's L@K, best first."""
@@ -250,11 +260,22 @@ class _Context:
             offsets = self.prep.r_grp.offsets
             longest = int(np.diff(offsets).max())
             score = np.ascontiguousarray(self.prep.r_score, dtype=np.float64)
-            if self.prep.by_rank:
-                score = -score
-            off, rows = BK.select_top(offsets, score, self.tie, longest if k is None else k)
-            self._tops[k] = (off, np.ascontiguousarray(self.row_codes[rows]))
+            off, rows = BK.select_top(
+                offsets, score, self.tie, longest if k is None else k, negate=self.prep.by_rank
+            )
+            if self.row_codes is not None:
+                codes = np.ascontiguousarray(self.row_codes[rows])
+            else:
+                assert self.ids is not None
+                codes = _codes(self.catalog, self.ids[rows])  # every selected id is in it
+            self._tops[k] = (off, codes)
         return self._tops[k]
+
+    def exposure(self, k: int | None) -> np.ndarray:
+        """Per catalog code, the number of lists L@K that hold the item."""
+        if k not in self._exposure:
+            self._exposure[k] = np.bincount(self.top(k)[1], minlength=self.n_catalog)
+        return self._exposure[k]
 
     def popularity(self) -> _Popularity:
         if self._pop is None:
@@ -279,7 +300,7 @@ class _Context:
                 self._sim[k] = (self._ils_callable(off, codes, features), "callable")
             else:
                 assert self.items is not None  # checked by _check_inputs
-                used = np.flatnonzero(np.bincount(codes, minlength=self.n_catalog))
+                used = np.flatnonzero(self.exposure(k))
                 self._sim[k] = _ils_columns(
                     self.items, features, self.prep.item_col, used, off, codes
                 )
@@ -315,22 +336,48 @@ class _Context:
             return np.where(kp >= 2, 2.0 * sums / (kp * (kp - 1.0)), np.nan)
 
 
-def _codes(catalog: pl.Series, values: pl.Series) -> np.ndarray:
-    """Position of each value in the sorted, distinct ``catalog`` (-1 when absent)."""
+def _catalog(recs: pl.Series, ids: np.ndarray | None, others: list[pl.Series]) -> pl.Series:
+    """The sorted distinct item ids of recs and ``others`` (truth, train), typed as in recs;
+    ``ids``: the recs ids as int64 (integer ids) or None (strings).
+
+    Integer ids whose range is at most about twice the number of rows are marked in a table
+    of that range (a parallel pass, no hashing or sorting of rows); other ids are made
+    distinct part by part before the union is made distinct and sorted.
+    """
+    item_col = recs.name
+    if ids is None:
+        return pl.concat([p.unique() for p in [recs, *others]]).unique().sort()
+    arrays = [ids] + [np.ascontiguousarray(p.to_numpy(), dtype=np.int64) for p in others]
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return pl.Series(item_col, [], dtype=pl.Int64)
+    low = min(int(a.min()) for a in arrays)
+    high = max(int(a.max()) for a in arrays)
+    if high - low <= 2 * sum(a.size for a in arrays) + (1 << 20):
+        present = np.zeros(high - low + 1, dtype=np.bool_)
+        for a in arrays:
+            BK.mark(a, low, present)
+        return pl.Series(item_col, np.flatnonzero(present) + low, dtype=pl.Int64)
+    uniq = [pl.Series(item_col, a).unique() for a in arrays]
+    return pl.concat(uniq).unique().sort()
+
+
+def _codes(catalog: pl.Series, values: pl.Series | np.ndarray) -> np.ndarray:
+    """Position of each value in the sorted, distinct ``catalog`` (-1 when absent); integer
+    ids may come as an int64 array."""
     if catalog.dtype == pl.String:
         frame = pl.DataFrame({"k": catalog, "c": pl.int_range(catalog.len(), eager=True)})
         joined = pl.DataFrame({"k": values}).join(frame, on="k", how="left", maintain_order="left")
         return np.ascontiguousarray(joined["c"].fill_null(-1).to_numpy(), dtype=np.int64)
     keys = catalog.to_numpy()
-    vals = values.to_numpy()
+    vals = np.ascontiguousarray(values, dtype=np.int64)
     if keys.size == 0 or vals.size == 0:
         return np.full(vals.size, -1, dtype=np.int64)
     low, high = int(keys[0]), int(keys[-1])
     if high - low <= 8 * keys.size + (1 << 20):  # dense ids: a lookup table, O(1) per value
         table = np.full(high - low + 1, -1, dtype=np.int64)
         table[keys - low] = np.arange(keys.size, dtype=np.int64)
-        inside = (vals >= low) & (vals <= high)
-        return np.where(inside, table[np.where(inside, vals - low, 0)], -1)
+        return BK.lookup(vals, low, table)
     pos = np.minimum(np.searchsorted(keys, vals), keys.size - 1)
     return np.where(keys[pos] == vals, pos, -1).astype(np.int64)
 

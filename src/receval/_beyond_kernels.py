@@ -2,12 +2,13 @@
 
 Layering (STYLE.md 5): one ``@njit`` function per user (``_top_one``, ``_ils_vectors_one``,
 ``_ils_jaccard_one``, ``_pairs_one``), a ``prange`` driver over users, and a documented Python
-wrapper. Everything accumulates in float64.
+wrapper; ``_mark`` and ``_lookup`` are ``prange`` passes over item ids in chunks of rows.
+Everything accumulates in float64.
 
 Input layout: the recs rows grouped by user (``offsets``), per row a ``score`` (higher first;
-the negated rank when recs are ranked) and a ``tie`` key (lower first) that decides equal
-scores. Within a user the tie keys are distinct (row index, or a key of the item id, and items
-are unique per user), so the top K is one well-defined set.
+``sign = -1`` reads ranks that way without a copy) and a ``tie`` key (lower first) that decides
+equal scores. Within a user the tie keys are distinct (row index, or a key of the item id, and
+items are unique per user), so the top K is one well-defined set.
 """
 
 from __future__ import annotations
@@ -17,49 +18,57 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "select_top"]
+__all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "lookup", "mark", "select_top"]
 
 _SMALL = 32
-"""Lists up to this long are ordered by insertion sort."""
+"""Tops up to this long are kept by insertion into a sorted scratch list."""
 _CHUNK = 1024
 """Users per parallel chunk (each chunk owns its scratch buffer)."""
+_ROWS = 1 << 16
+"""Rows per parallel chunk of the item-id passes (``_mark``, ``_lookup``)."""
 
 
 @njit(cache=True, nogil=True)
 def _top_one(
-    score: np.ndarray, tie: np.ndarray, start: int, stop: int, k: int, out: np.ndarray, pos: int
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    start: int,
+    stop: int,
+    k: int,
+    out: np.ndarray,
+    pos: int,
 ) -> None:
-    """Write the rows of the user's top ``k`` (by score descending, then tie key ascending),
-    in that order, to ``out[pos:pos + min(k, stop - start)]``.
+    """Write the rows of the user's top ``k`` (by ``sign * score`` descending, then tie key
+    ascending), in that order, to ``out[pos:pos + min(k, stop - start)]``.
 
     Selection is linear on average (two partitions: the k-th score, then the tie keys of the
-    rows at that score); only the selected rows are sorted.
+    rows at that score); only the selected rows are sorted. Lists whose top holds at most
+    ``_SMALL`` rows go to ``_top_insert`` instead.
     """
     n = stop - start
     m = min(k, n)
-    if n == m and m <= _SMALL:  # the whole short list, sorted in place
-        _insertion_sort(score, tie, start, stop, out, pos)
-        return
     chosen = np.empty(m, dtype=np.int64)
     if n > m:
         neg = np.empty(n, dtype=np.float64)
         for r in range(n):
-            neg[r] = -score[start + r]
+            neg[r] = -sign * score[start + r]
         cut = -np.partition(neg, m - 1)[m - 1]  # the m-th largest score
         j = 0
         n_eq = 0
         for r in range(start, stop):
-            if score[r] > cut:
+            s = sign * score[r]
+            if s > cut:
                 chosen[j] = r
                 j += 1
-            elif score[r] == cut:
+            elif s == cut:
                 n_eq += 1
         need = m - j
         eq_rows = np.empty(n_eq, dtype=np.int64)
         eq_tie = np.empty(n_eq, dtype=np.int64)
         q = 0
         for r in range(start, stop):
-            if score[r] == cut:
+            if sign * score[r] == cut:
                 eq_rows[q] = r
                 eq_tie[q] = tie[r]
                 q += 1
@@ -76,54 +85,117 @@ def _top_one(
     else:
         for r in range(n):
             chosen[r] = start + r
-    if m <= _SMALL:
-        for q in range(m):
-            _insert(score, tie, chosen[q], out, pos, pos + q)
-        return
     keys = np.empty(m, dtype=np.int64)
     for q in range(m):
         keys[q] = tie[chosen[q]]
     chosen = chosen[np.argsort(keys, kind="mergesort")]
     neg_sel = np.empty(m, dtype=np.float64)
     for q in range(m):
-        neg_sel[q] = -score[chosen[q]]
+        neg_sel[q] = -sign * score[chosen[q]]
     chosen = chosen[np.argsort(neg_sel, kind="mergesort")]
     for q in range(m):
         out[pos + q] = chosen[q]
 
 
 @njit(cache=True, nogil=True)
-def _insertion_sort(
-    score: np.ndarray, tie: np.ndarray, start: int, stop: int, out: np.ndarray, pos: int
+def _top_insert(
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    start: int,
+    stop: int,
+    m: int,
+    out: np.ndarray,
+    pos: int,
+    buf_s: np.ndarray,
+    buf_t: np.ndarray,
+    buf_r: np.ndarray,
 ) -> None:
-    """Rows ``start .. stop - 1`` in rank order to ``out[pos:]`` (short lists)."""
-    for r in range(start, stop):
-        _insert(score, tie, r, out, pos, pos + r - start)
+    """The best ``m`` rows of ``start .. stop - 1`` in rank order to ``out[pos:pos + m]``:
+    each row is inserted into a sorted scratch list (score, tie key, row), or skipped when the
+    list is full and the row ranks after its last (short lists; one pass, few insertions)."""
+    if m == 0:
+        return
+    for r in range(start, start + m):  # the first m rows, sorted
+        _insert_row(sign * score[r], tie[r], r, r - start, buf_s, buf_t, buf_r)
+    for r in range(start + m, stop):  # the rest: most rank after the last kept row
+        s = sign * score[r]
+        if s < buf_s[m - 1] or (s == buf_s[m - 1] and tie[r] >= buf_t[m - 1]):
+            continue
+        _insert_row(s, tie[r], r, m - 1, buf_s, buf_t, buf_r)  # the last row drops out
+    for q in range(m):
+        out[pos + q] = buf_r[q]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _insert(score: np.ndarray, tie: np.ndarray, r: int, out: np.ndarray, lo: int, p: int) -> None:
-    """Insert row ``r`` into the sorted ``out[lo:p]`` (one step of insertion sort)."""
-    while p > lo and _before(score, tie, r, out[p - 1]):
-        out[p] = out[p - 1]
+def _insert_row(
+    s: float,
+    t: int,
+    r: int,
+    p: int,
+    buf_s: np.ndarray,
+    buf_t: np.ndarray,
+    buf_r: np.ndarray,
+) -> None:
+    """Insert row ``r`` (score ``s``, tie key ``t``) into the sorted ``buf[:p]`` (one step of
+    insertion sort; ``buf[p]`` is overwritten)."""
+    while p > 0 and (s > buf_s[p - 1] or (s == buf_s[p - 1] and t < buf_t[p - 1])):
+        buf_s[p] = buf_s[p - 1]
+        buf_t[p] = buf_t[p - 1]
+        buf_r[p] = buf_r[p - 1]
         p -= 1
-    out[p] = r
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _before(score: np.ndarray, tie: np.ndarray, a: int, b: int) -> bool:
-    """Whether row ``a`` ranks before row ``b``: higher score, then lower tie key."""
-    return bool(score[a] > score[b] or (score[a] == score[b] and tie[a] < tie[b]))
+    buf_s[p] = s
+    buf_t[p] = t
+    buf_r[p] = r
 
 
 @njit(cache=True, parallel=True)
 def _select_top(
-    offsets: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, out_off: np.ndarray
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    k: int,
+    out_off: np.ndarray,
 ) -> np.ndarray:
     n_users = offsets.shape[0] - 1
     out = np.empty(out_off[n_users], dtype=np.int64)
-    for u in prange(n_users):
-        _top_one(score, tie, offsets[u], offsets[u + 1], k, out, out_off[u])
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    for c in prange(n_chunks):
+        buf_s = np.empty(_SMALL, dtype=np.float64)
+        buf_t = np.empty(_SMALL, dtype=np.int64)
+        buf_r = np.empty(_SMALL, dtype=np.int64)
+        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+            start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+            m = min(k, stop - start)
+            if m <= _SMALL:
+                _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
+            else:
+                _top_one(score, sign, tie, start, stop, k, out, pos)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
+    n = values.shape[0]
+    n_chunks = (n + _ROWS - 1) // _ROWS
+    for c in prange(n_chunks):
+        for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+            j = values[i] - low
+            if not present[j]:  # read first: marked cache lines stay shared between threads
+                present[j] = True  # every writer stores the same value
+
+
+@njit(cache=True, parallel=True)
+def _lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
+    n = values.shape[0]
+    high = low + (table.shape[0] - 1)
+    out = np.empty(n, dtype=np.int64)
+    n_chunks = (n + _ROWS - 1) // _ROWS
+    for c in prange(n_chunks):
+        for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+            v = values[i]
+            out[i] = table[v - low] if low <= v <= high else -1  # no overflow in v - low
     return out
 
 
@@ -237,19 +309,33 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 
 def select_top(
-    offsets: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int
+    offsets: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, *, negate: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each user's top ``k`` rows: ``(out_offsets, rows)``.
 
     ``rows[out_offsets[u]:out_offsets[u + 1]]`` are user ``u``'s ``min(k, n_u)`` best rows by
-    ``score`` descending, equal scores by ``tie`` ascending, in that order.
+    ``score`` descending (ascending with ``negate``: ranks), equal scores by ``tie`` ascending,
+    in that order.
     """
     lengths = np.minimum(np.diff(offsets), k)
     out_off = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum(lengths, out=out_off[1:])
     kernel: Any = _select_top
-    rows = kernel(_frozen(offsets), _frozen(score), _frozen(tie), int(k), _frozen(out_off))
-    return out_off, rows
+    sign = -1.0 if negate else 1.0
+    args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off))
+    return out_off, kernel(*args)
+
+
+def mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
+    """Set ``present[v - low]`` for every value ``v`` (all must lie in range)."""
+    kernel: Any = _mark
+    kernel(_frozen(values), int(low), present)
+
+
+def lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
+    """``table[v - low]`` for each value ``v``, -1 where ``v - low`` is outside the table."""
+    kernel: Any = _lookup
+    return kernel(_frozen(values), int(low), _frozen(table))  # type: ignore[no-any-return]
 
 
 def ils_vectors(offsets: np.ndarray, codes: np.ndarray, unit: np.ndarray) -> np.ndarray:
