@@ -99,6 +99,8 @@ def test_metric_at_k_values_equal_evaluate(tmp_path: Path) -> None:
         assert line.get_ydata().tolist() == list(res.means.values())
     fig = receval.plot.metric_at_k(TRUTH, RUNS, path=tmp_path / "k.svg")
     assert len(fig.axes[0].get_lines()[0].get_xdata()) == 10
+    ticks = receval.plot.metric_at_k(TRUTH, RUNS, ks=3).axes[0].get_xticks()
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)  # K is whole
     assert (tmp_path / "k.svg").read_text().lstrip().startswith("<?xml")
 
 

@@ -226,6 +226,9 @@ def metric_at_k(
     for name, recs in runs.items():
         res = evaluate(truth, recs, names, **options)
         ax.plot(k_list, [res[n] for n in names], marker="o", markersize=3, label=name)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # cutoffs are whole numbers
     ax.set_xlabel("K")
     ax.set_ylabel(f"{base.canonical}@K")
     ax.legend()
