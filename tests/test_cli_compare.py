@@ -98,7 +98,26 @@ def test_report_writes_html(files: dict[str, Path], tmp_path: Path) -> None:
     out = runner.invoke(app, args)
     assert out.exit_code == 0, out.output
     html = path.read_text()
-    assert "<title>Offline test</title>" in html and html.count("data:image/png;base64,") == 2
+    # intervals, per-user values of ndcg@10, and the ndcg@K curve for K = 1..10
+    assert "<title>Offline test</title>" in html and html.count("data:image/png;base64,") == 3
+    assert "ndcg@K, K = 1..10" in html
+    args += ["--no-curves"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert path.read_text().count("data:image/png;base64,") == 2
+
+
+def test_report_adds_roc_curves_for_classification_metrics(
+    files: dict[str, Path], tmp_path: Path
+) -> None:
+    path = tmp_path / "report.html"
+    args = ["report", *_base(files), "-m", "auc", "-m", "recall@5", "-m", "recall@3",
+            "--resamples", "100", "-o", str(path), "--no-progress"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    html = path.read_text()
+    assert "ROC curves" in html and "recall@K, K = 1..5" in html
+    assert "recall@K, K = 1..3" not in html  # one curve per base metric, at its largest K
 
 
 @pytest.mark.parametrize("kind", ["roc", "pr", "metric-at-k", "per-user"])

@@ -228,6 +228,39 @@ def _write_output(cmp: Comparison, path: Path) -> None:
         raise
 
 
+_MAX_CURVE_K = 100
+
+
+def _report_curves(
+    truth: Path, runs: dict[str, Any], cmp: Comparison, options: dict[str, Any]
+) -> dict[str, Any]:
+    """The report's extra figures: metric@K for K = 1..K of each ranking metric with a cutoff
+    (one curve per base metric, its largest K, at most 100), and the ROC curves of the runs
+    when a classification metric is among the compared ones."""
+    from . import plot
+    from ._registry import parse_metric
+
+    longest: dict[str, int] = {}
+    classification = False
+    for name in cmp.metrics:
+        m = parse_metric(name)
+        classification |= m.spec.family == "classification"
+        if m.spec.family == "ranking" and m.k is not None:
+            base = m.canonical.rsplit("@", 1)[0]
+            longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
+    figures: dict[str, Any] = {}
+    for base, k in longest.items():
+        figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
+    if classification:
+        roc_options = {
+            key: options[key]
+            for key in ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold")
+            if key in options
+        }
+        figures["ROC curves"] = plot.roc(truth, runs, **roc_options)
+    return figures
+
+
 def register_compare_commands(app: typer.Typer) -> None:
     """Add the ``compare``, ``report`` and ``plot`` commands to ``app``."""
 
@@ -345,6 +378,13 @@ def register_compare_commands(app: typer.Typer) -> None:
         ] = 10_000,
         seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
         title: Annotated[str, typer.Option(help="Report title.")] = "receval comparison",
+        curves: Annotated[
+            bool,
+            typer.Option(
+                help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
+                "cutoff, and ROC curves when a classification metric is compared."
+            ),
+        ] = True,
         progress: Annotated[bool, typer.Option(help="Progress on stderr.")] = True,
         user_col: Annotated[str | None, typer.Option(help="User id column.")] = None,
         item_col: Annotated[str | None, typer.Option(help="Item id column.")] = None,
@@ -373,7 +413,8 @@ def register_compare_commands(app: typer.Typer) -> None:
                                permutations, seed, options)  # fmt: skip
         try:
             cmp = run_compare(truth, run, metric, settings, progress)
-            path = cmp.to_html(output, title=title)
+            figures = _report_curves(truth, _runs(run), cmp, options) if curves else None
+            path = cmp.to_html(output, title=title, figures=figures)
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
         _out.print(f"wrote {path}", highlight=False)
