@@ -88,3 +88,34 @@ def test_pointwise_error_exits_with_message(files: tuple[Path, Path]) -> None:
     code, _, err = cli("evaluate", "--truth", truth, "--recs", recs, "-m", "logloss")
     assert code != 0
     assert "logloss needs probabilities: recs column 'score' has 5 score(s) outside [0, 1]" in err
+
+
+def test_rating_range_in_a_config_file(files: tuple[Path, Path], tmp_path: Path) -> None:
+    truth, recs = files
+    config = tmp_path / "eval.toml"
+    config.write_text(
+        f'truth = "{truth}"\nrecs = "{recs}"\nmetrics = ["nmae"]\nno_recs = "skip"\n'
+        'rating_range = [0, 10]\nformat = "json"\n'
+    )
+    code, out, err = cli("evaluate", "--config", config)
+    assert code == 0, err
+    mae = skm.mean_absolute_error([4, 2, 5, 1], [3.5, 2.5, 4.0, 2.0])
+    assert json.loads(out)["metrics"]["nmae"] == pytest.approx(mae / 10, rel=1e-12)
+    # the flag overrides the file
+    code, out, err = cli("evaluate", "--config", config, "--rating-range", "1", "5")
+    assert code == 0, err
+    assert json.loads(out)["metrics"]["nmae"] == pytest.approx(mae / 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("value", ["[1]", "[1, 2, 3]", '["a", 5]', "5", "[true, 5]"])
+def test_bad_rating_range_in_a_config_file(
+    files: tuple[Path, Path], tmp_path: Path, value: str
+) -> None:
+    truth, recs = files
+    config = tmp_path / "eval.toml"
+    config.write_text(
+        f'truth = "{truth}"\nrecs = "{recs}"\nmetrics = ["nmae"]\nrating_range = {value}\n'
+    )
+    code, _, err = cli("evaluate", "--config", config)
+    assert code == 2
+    assert "rating_range must be two numbers [r_min, r_max]; got" in err
