@@ -43,7 +43,7 @@ import polars as pl
 
 from . import _beyond_kernels as BK
 from ._errors import InputError
-from ._evaluate import Part, Prepared
+from ._evaluate import Part, Prepared, per_user_frame
 from ._io import Role, read_table
 from ._layout import check_frame, show_rows, trec_tie_keys
 from ._registry import Metric
@@ -112,15 +112,8 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         details[m.canonical] = info
     per_user = None
     if columns:
-        keys = prep.r_grp.keys
-        by_id = keys.arg_sort().to_numpy()
-        per_user = pl.DataFrame(
-            [keys.gather(by_id).alias(prep.user_col)]
-            + [
-                pl.Series(name, col[by_id], dtype=pl.Float64, nan_to_null=True)
-                for name, col in columns.items()
-            ]
-        )
+        every = np.arange(prep.r_grp.n_users)
+        per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
     return Part(means, per_user, details)
 
 

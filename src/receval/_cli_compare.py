@@ -17,6 +17,24 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from ._cli_common import (
+    ItemColOpt,
+    ItemFeaturesOpt,
+    ItemsOpt,
+    NoRecsOpt,
+    RankColOpt,
+    RatingRangeOpt,
+    RelevanceColOpt,
+    ScoreColOpt,
+    ThresholdOpt,
+    TiesOpt,
+    TrainOpt,
+    UserColOpt,
+    evaluate_options,
+)
+from ._cli_common import fail as _fail
+from ._cli_common import out as _out
+
 if TYPE_CHECKING:
     from ._compare import Comparison
 
@@ -59,16 +77,6 @@ class CompareFormat(StrEnum):
     csv = "csv"
 
 
-class TiesOpt(StrEnum):
-    """Tie policies (see METRICS.md)."""
-
-    expected = "expected"
-    first = "first"
-    trec = "trec"
-    optimistic = "optimistic"
-    pessimistic = "pessimistic"
-
-
 class KindOpt(StrEnum):
     """Per-user distribution plots."""
 
@@ -88,10 +96,19 @@ recs_opt = typer.Option(help="One model's recommendations (named by the file ste
 out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg or .pdf.")
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    from .cli import _fail as fail
-
-    return fail(exc)
+# the statistics options of compare and report
+BaselineOpt = Annotated[
+    str | None, typer.Option(help="Run tested against \\[default: the first --run].")
+]
+TestOpt = Annotated[PairedTestOpt, typer.Option(help="Paired test.")]
+CorrectionArg = Annotated[CorrectionOpt, typer.Option(help="Multiple-comparison correction.")]
+AlphaOpt = Annotated[float, typer.Option(help="Significance level.")]
+ConfidenceOpt = Annotated[float, typer.Option(help="Interval confidence level.")]
+CiArg = Annotated[CiOpt, typer.Option(help="Bootstrap interval method.")]
+ResamplesOpt = Annotated[int, typer.Option(help="Bootstrap resamples.")]
+PermutationsOpt = Annotated[int, typer.Option(help="Sign flips of the randomization test.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")]
+ProgressOpt = Annotated[bool, typer.Option(help="Progress on stderr.")]
 
 
 def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
@@ -119,47 +136,6 @@ def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
     return runs
 
 
-def _eval_options(
-    user_col: str | None,
-    item_col: str | None,
-    score_col: str | None,
-    rank_col: str | None,
-    relevance_col: str | None,
-    ties: TiesOpt | None,
-    threshold: float | None,
-    family: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    from .cli import _features
-
-    family = family or {}
-    no_recs = family.get("no_recs")
-    given = {
-        "user_col": user_col, "item_col": item_col, "score_col": score_col,
-        "rank_col": rank_col, "relevance_col": relevance_col,
-        "ties": ties.value if ties else None, "relevance_threshold": threshold,
-        "no_recs": no_recs.value if no_recs else None,
-        "train": family.get("train"), "items": family.get("items"),
-        "item_features": _features(family.get("item_features")),
-        "rating_range": family.get("rating_range"),
-    }  # fmt: skip
-    return {k: v for k, v in given.items() if v is not None}
-
-
-class NoRecsOpt(StrEnum):
-    """What happens to evaluated users without recommendations."""
-
-    zero = "zero"
-    skip = "skip"
-    raise_ = "raise"
-
-
-_NO_RECS_HELP = "Evaluated users without recs: zero, skip or raise \\[default: zero]."
-_TRAIN_HELP = "Training interactions: popularity for novelty, arp, long_tail."
-_ITEMS_HELP = "Item table: the catalog (coverage, gini) and item features (ils)."
-_FEATURES_HELP = "Item features for ils/diversity: a vector column, or columns separated by commas."
-_RANGE_HELP = "Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."
-
-
 def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
     if fmt is CompareFormat.json:
         sys.stdout.write(cmp.to_json() + "\n")
@@ -171,8 +147,6 @@ def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
         sys.stdout.write(cmp.table.write_csv())
     else:
         from rich.table import Table
-
-        from .cli import _out
 
         cells = {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
         table = Table(title=f"receval compare (baseline {cmp.baseline})", title_justify="left")
@@ -299,21 +273,15 @@ def register_compare_commands(app: typer.Typer) -> None:
         truth: Annotated[Path, truth_opt],
         run: Annotated[list[str] | None, run_opt] = None,
         metric: Annotated[list[str] | None, metric_opt] = None,
-        baseline: Annotated[
-            str | None, typer.Option(help="Run tested against \\[default: the first --run].")
-        ] = None,
-        test: Annotated[PairedTestOpt, typer.Option(help="Paired test.")] = PairedTestOpt.paired_t,
-        correction: Annotated[
-            CorrectionOpt, typer.Option(help="Multiple-comparison correction.")
-        ] = CorrectionOpt.holm,
-        alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
-        confidence: Annotated[float, typer.Option(help="Interval confidence level.")] = 0.95,
-        ci: Annotated[CiOpt, typer.Option(help="Bootstrap interval method.")] = CiOpt.bca,
-        resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
-        permutations: Annotated[
-            int, typer.Option(help="Sign flips of the randomization test.")
-        ] = 10_000,
-        seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
+        baseline: BaselineOpt = None,
+        test: TestOpt = PairedTestOpt.paired_t,
+        correction: CorrectionArg = CorrectionOpt.holm,
+        alpha: AlphaOpt = 0.05,
+        confidence: ConfidenceOpt = 0.95,
+        ci: CiArg = CiOpt.bca,
+        resamples: ResamplesOpt = 2000,
+        permutations: PermutationsOpt = 10_000,
+        seed: SeedOpt = 0,
         fmt: Annotated[
             CompareFormat, typer.Option("--format", help="Output format.")
         ] = CompareFormat.table,
@@ -323,29 +291,28 @@ def register_compare_commands(app: typer.Typer) -> None:
                 "--output", "-o", help="Also write to this .md, .tex, .json, .html, .csv file."
             ),
         ] = None,
-        progress: Annotated[bool, typer.Option(help="Progress on stderr.")] = True,
-        user_col: Annotated[str | None, typer.Option(help="User id column.")] = None,
-        item_col: Annotated[str | None, typer.Option(help="Item id column.")] = None,
-        score_col: Annotated[str | None, typer.Option(help="Score column of recs.")] = None,
-        rank_col: Annotated[str | None, typer.Option(help="Rank column of recs.")] = None,
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
-        threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
-        no_recs: Annotated[NoRecsOpt | None, typer.Option(help=_NO_RECS_HELP)] = None,
-        train: Annotated[Path | None, typer.Option(help=_TRAIN_HELP)] = None,
-        items: Annotated[Path | None, typer.Option(help=_ITEMS_HELP)] = None,
-        item_features: Annotated[str | None, typer.Option(help=_FEATURES_HELP)] = None,
-        rating_range: Annotated[tuple[float, float] | None, typer.Option(help=_RANGE_HELP)] = None,
+        progress: ProgressOpt = True,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         from ._errors import RecevalError
 
-        family = {
-            "no_recs": no_recs, "train": train, "items": items, "item_features": item_features,
-            "rating_range": rating_range,
-        }  # fmt: skip
-        options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold, family)  # fmt: skip
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
         settings = settings_of(baseline, test, correction, alpha, confidence, ci, resamples,
                                permutations, seed, options)  # fmt: skip
         try:
@@ -362,21 +329,15 @@ def register_compare_commands(app: typer.Typer) -> None:
         output: Annotated[Path, typer.Option("--output", "-o", help="The .html file to write.")],
         run: Annotated[list[str] | None, run_opt] = None,
         metric: Annotated[list[str] | None, metric_opt] = None,
-        baseline: Annotated[
-            str | None, typer.Option(help="Run tested against \\[default: the first --run].")
-        ] = None,
-        test: Annotated[PairedTestOpt, typer.Option(help="Paired test.")] = PairedTestOpt.paired_t,
-        correction: Annotated[
-            CorrectionOpt, typer.Option(help="Multiple-comparison correction.")
-        ] = CorrectionOpt.holm,
-        alpha: Annotated[float, typer.Option(help="Significance level.")] = 0.05,
-        confidence: Annotated[float, typer.Option(help="Interval confidence level.")] = 0.95,
-        ci: Annotated[CiOpt, typer.Option(help="Bootstrap interval method.")] = CiOpt.bca,
-        resamples: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
-        permutations: Annotated[
-            int, typer.Option(help="Sign flips of the randomization test.")
-        ] = 10_000,
-        seed: Annotated[int, typer.Option(help="Seed of the bootstrap and permutations.")] = 0,
+        baseline: BaselineOpt = None,
+        test: TestOpt = PairedTestOpt.paired_t,
+        correction: CorrectionArg = CorrectionOpt.holm,
+        alpha: AlphaOpt = 0.05,
+        confidence: ConfidenceOpt = 0.95,
+        ci: CiArg = CiOpt.bca,
+        resamples: ResamplesOpt = 2000,
+        permutations: PermutationsOpt = 10_000,
+        seed: SeedOpt = 0,
         title: Annotated[str, typer.Option(help="Report title.")] = "receval comparison",
         curves: Annotated[
             bool,
@@ -385,30 +346,28 @@ def register_compare_commands(app: typer.Typer) -> None:
                 "cutoff, and ROC curves when a classification metric is compared."
             ),
         ] = True,
-        progress: Annotated[bool, typer.Option(help="Progress on stderr.")] = True,
-        user_col: Annotated[str | None, typer.Option(help="User id column.")] = None,
-        item_col: Annotated[str | None, typer.Option(help="Item id column.")] = None,
-        score_col: Annotated[str | None, typer.Option(help="Score column of recs.")] = None,
-        rank_col: Annotated[str | None, typer.Option(help="Rank column of recs.")] = None,
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
-        threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
-        no_recs: Annotated[NoRecsOpt | None, typer.Option(help=_NO_RECS_HELP)] = None,
-        train: Annotated[Path | None, typer.Option(help=_TRAIN_HELP)] = None,
-        items: Annotated[Path | None, typer.Option(help=_ITEMS_HELP)] = None,
-        item_features: Annotated[str | None, typer.Option(help=_FEATURES_HELP)] = None,
-        rating_range: Annotated[tuple[float, float] | None, typer.Option(help=_RANGE_HELP)] = None,
+        progress: ProgressOpt = True,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
     ) -> None:
         """Write a self-contained HTML report (tables and plots) comparing models."""
         from ._errors import RecevalError
-        from .cli import _out
 
-        family = {
-            "no_recs": no_recs, "train": train, "items": items, "item_features": item_features,
-            "rating_range": rating_range,
-        }  # fmt: skip
-        options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold, family)  # fmt: skip
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
         settings = settings_of(baseline, test, correction, alpha, confidence, ci, resamples,
                                permutations, seed, options)  # fmt: skip
         try:
@@ -429,7 +388,6 @@ def register_compare_commands(app: typer.Typer) -> None:
               options: dict[str, Any]) -> None:  # fmt: skip
         from . import plot
         from ._errors import RecevalError
-        from .cli import _out
 
         try:
             runs = _runs(run, recs)
@@ -485,21 +443,28 @@ def register_compare_commands(app: typer.Typer) -> None:
             str, typer.Option("--metric", "-m", help="Metric without @K, e.g. ndcg.")
         ] = "ndcg",
         k: Annotated[int, typer.Option("--k", help="Largest cutoff: K = 1..k.")] = 20,
-        user_col: Annotated[str | None, typer.Option(help="User id column.")] = None,
-        item_col: Annotated[str | None, typer.Option(help="Item id column.")] = None,
-        score_col: Annotated[str | None, typer.Option(help="Score column of recs.")] = None,
-        rank_col: Annotated[str | None, typer.Option(help="Rank column of recs.")] = None,
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
-        threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
     ) -> None:
         """A metric at every cutoff K = 1..k, one line per model."""
         from . import plot
         from ._errors import RecevalError
-        from .cli import _out
 
-        options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold)  # fmt: skip
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
         try:
             plot.metric_at_k(truth, _runs(run, recs), metric, ks=k, path=output, **options)
         except (RecevalError, OSError) as exc:
@@ -514,22 +479,29 @@ def register_compare_commands(app: typer.Typer) -> None:
         run: Annotated[list[str] | None, run_opt] = None,
         metric: Annotated[str, typer.Option("--metric", "-m", help="Metric string.")] = "ndcg@10",
         kind: Annotated[KindOpt, typer.Option(help="box or violin.")] = KindOpt.box,
-        user_col: Annotated[str | None, typer.Option(help="User id column.")] = None,
-        item_col: Annotated[str | None, typer.Option(help="Item id column.")] = None,
-        score_col: Annotated[str | None, typer.Option(help="Score column of recs.")] = None,
-        rank_col: Annotated[str | None, typer.Option(help="Rank column of recs.")] = None,
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        ties: Annotated[TiesOpt | None, typer.Option(help="Tie policy.")] = None,
-        threshold: Annotated[float | None, typer.Option(help="Relevance threshold.")] = None,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
     ) -> None:
         """The distribution of a metric's per-user values, one box per model."""
         from . import plot
         from ._errors import RecevalError
         from ._evaluate import evaluate
-        from .cli import _out
 
-        options = _eval_options(user_col, item_col, score_col, rank_col, relevance_col, ties,
-                                threshold)  # fmt: skip
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
         try:
             results = {
                 name: evaluate(truth, path, metric, **options)

@@ -40,7 +40,17 @@ from ._layout import (
 from ._registry import Family, Metric, ParamValue, parse_metrics
 from ._result import Counts, Result
 
-__all__ = ["KernelOutput", "NoRecsPolicy", "Part", "Prepared", "TiesPolicy", "evaluate", "prepare"]
+__all__ = [
+    "KernelOutput",
+    "NoRecsPolicy",
+    "Part",
+    "Prepared",
+    "TiesPolicy",
+    "check_threshold",
+    "evaluate",
+    "per_user_frame",
+    "prepare",
+]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
 NoRecsPolicy = Literal["zero", "skip", "raise"]
@@ -157,14 +167,7 @@ def evaluate(
     if no_recs not in get_args(NoRecsPolicy):
         msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
         raise InputError(msg)
-    if (
-        isinstance(relevance_threshold, bool)
-        or not isinstance(relevance_threshold, int | float)
-        or not math.isfinite(relevance_threshold)
-        or relevance_threshold <= 0
-    ):
-        msg = f"relevance_threshold must be a finite number > 0; got {relevance_threshold!r}."
-        raise InputError(msg)
+    threshold = check_threshold(relevance_threshold)
     options = {
         "train": train, "items": items, "item_features": item_features,
         "rating_range": rating_range,
@@ -173,7 +176,7 @@ def evaluate(
     prep, kernel = prepare(
         truth, recs, ranking, user_col=user_col, item_col=item_col, score_col=score_col,
         rank_col=rank_col, relevance_col=relevance_col, ties=ties,
-        relevance_threshold=float(relevance_threshold), no_recs=no_recs, options=options,
+        relevance_threshold=threshold, no_recs=no_recs, options=options,
     )  # fmt: skip
     settings = {"ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs}
     parts = []
@@ -185,6 +188,19 @@ def evaluate(
         if chosen:
             parts.append(handlers[family](chosen, prep))
     return _merge(plan, parts, prep, settings)
+
+
+def check_threshold(value: object) -> float:
+    """``relevance_threshold`` as a float, or :class:`InputError` unless a finite number > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        msg = f"relevance_threshold must be a finite number > 0; got {value!r}."
+        raise InputError(msg)
+    return float(value)
 
 
 def prepare(
@@ -599,15 +615,21 @@ def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
         columns[m.canonical] = values
 
-    rows = np.flatnonzero(keep)
-    users = t_grp.keys.gather(rows)
+    return Part(means, per_user_frame(t_grp.keys, np.flatnonzero(keep), columns, user_col))
+
+
+def per_user_frame(
+    keys: pl.Series, rows: np.ndarray, columns: dict[str, np.ndarray], user_col: str
+) -> pl.DataFrame:
+    """A part's per-user frame: the users ``keys[rows]`` sorted by id (column ``user_col``),
+    then one Float64 column per metric, ``columns[name][rows]`` (NaN becomes null)."""
+    users = keys.gather(rows)
     by_id = users.arg_sort().to_numpy()
     rows = rows[by_id]
-    per_user = pl.DataFrame(
+    return pl.DataFrame(
         [users.gather(by_id).alias(user_col)]
         + [
             pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
             for name, col in columns.items()
         ]
     )
-    return Part(means, per_user)

@@ -21,7 +21,7 @@ import polars as pl
 from . import _classification as C
 from . import _rating as R
 from ._errors import InputError, UndefinedMetricWarning
-from ._evaluate import Part, Prepared, prepare
+from ._evaluate import Part, Prepared, check_threshold, per_user_frame, prepare
 from ._layout import show_rows
 from ._registry import Metric
 
@@ -75,17 +75,9 @@ def labelled_rows(
     >>> receval.auc(y, s) == receval.evaluate(truth, recs, "auc")["auc"]
     True
     """
-    if (
-        isinstance(relevance_threshold, bool)
-        or not isinstance(relevance_threshold, int | float)
-        or not math.isfinite(relevance_threshold)
-        or relevance_threshold <= 0
-    ):
-        msg = f"relevance_threshold must be a finite number > 0; got {relevance_threshold!r}."
-        raise InputError(msg)
     prep, _ = prepare(
         truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-        relevance_col=relevance_col, relevance_threshold=float(relevance_threshold),
+        relevance_col=relevance_col, relevance_threshold=check_threshold(relevance_threshold),
     )  # fmt: skip
     labels, _ = _labels(prep, prep.threshold)
     in_truth = _in_truth(prep)
@@ -103,13 +95,6 @@ def _labels(prep: Prepared, threshold: float) -> tuple[np.ndarray, np.ndarray]:
     matched = prep.t_match[relevant & (prep.t_match >= 0)]
     labels[matched] = 1
     return labels, relevant
-
-
-def _sorted_users(keys: pl.Series, rows: np.ndarray) -> tuple[pl.Series, np.ndarray]:
-    """The users ``keys[rows]`` sorted by id and ``rows`` in that order."""
-    users = keys.gather(rows)
-    by_id = users.arg_sort().to_numpy()
-    return users.gather(by_id), rows[by_id]
 
 
 def _warn_nan(name: str, why: str) -> None:
@@ -192,14 +177,8 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
 
     per_user = None
     if columns:
-        users, rows = _sorted_users(prep.r_grp.keys.gather(groups), np.arange(groups.size))
-        per_user = pl.DataFrame(
-            [users.alias(prep.user_col)]
-            + [
-                pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
-                for name, col in columns.items()
-            ]
-        )
+        kept = prep.r_grp.keys.gather(groups)
+        per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
     return Part(means, per_user, details)
 
 
@@ -384,14 +363,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     if columns:
         assert user_sums is not None
         rows = np.flatnonzero(user_sums[:, 0] > 0)
-        users, rows = _sorted_users(prep.t_grp.keys, rows)
-        per_user = pl.DataFrame(
-            [users.alias(prep.user_col)]
-            + [
-                pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
-                for name, col in columns.items()
-            ]
-        )
+        per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
     return Part(means, per_user, details)
 
 

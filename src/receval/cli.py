@@ -17,10 +17,26 @@ from typing import Annotated, Any
 
 import polars as pl
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from ._cli_common import (
+    ItemColOpt,
+    ItemFeaturesOpt,
+    ItemsOpt,
+    NoRecsOpt,
+    RankColOpt,
+    RatingRangeOpt,
+    RelevanceColOpt,
+    ScoreColOpt,
+    ThresholdOpt,
+    Ties,
+    TiesOpt,
+    TrainOpt,
+    UserColOpt,
+    evaluate_options,
+    out,
+)
+from ._cli_common import fail as _fail
 from ._cli_compare import register_compare_commands
 from ._config import load_config
 from ._errors import InputError, RecevalError
@@ -41,8 +57,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-_out = Console(soft_wrap=True)
-_err = Console(stderr=True, soft_wrap=True)
+_out = out  # the console the commands print to
 
 
 class Format(StrEnum):
@@ -53,16 +68,6 @@ class Format(StrEnum):
     csv = "csv"
 
 
-class Ties(StrEnum):
-    """Tie policies (see METRICS.md)."""
-
-    expected = "expected"
-    first = "first"
-    trec = "trec"
-    optimistic = "optimistic"
-    pessimistic = "pessimistic"
-
-
 class FamilyName(StrEnum):
     """Metric families (see MetricSpec.family)."""
 
@@ -70,27 +75,6 @@ class FamilyName(StrEnum):
     classification = "classification"
     rating = "rating"
     beyond = "beyond"
-
-
-class NoRecs(StrEnum):
-    """What happens to evaluated users without recommendations."""
-
-    zero = "zero"
-    skip = "skip"
-    raise_ = "raise"
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    _err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
-    return typer.Exit(code=2)
-
-
-def _features(text: str | None) -> str | list[str] | None:
-    """``--item-features``: one column name, or several separated by commas (a list)."""
-    if text is None:
-        return None
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    return names if "," in text else (names[0] if names else text)
 
 
 def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> None:
@@ -144,56 +128,31 @@ def evaluate_cmd(
         Path | None,
         typer.Option(help="Write per-user values to this .parquet or .csv file (atomically)."),
     ] = None,
-    user_col: Annotated[str | None, typer.Option(help="User id column \\[default: user].")] = None,
-    item_col: Annotated[str | None, typer.Option(help="Item id column \\[default: item].")] = None,
-    score_col: Annotated[
-        str | None, typer.Option(help="Score column of recs, higher is better \\[default: score].")
-    ] = None,
-    rank_col: Annotated[
-        str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
-    ] = None,
-    relevance_col: Annotated[
-        str | None,
-        typer.Option(help="Relevance column of truth \\[default: relevance, or 1 when absent]."),
-    ] = None,
-    ties: Annotated[Ties | None, typer.Option(help="Tie policy \\[default: expected].")] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(help="Relevance threshold: relevant when relevance >= this \\[default: 1]."),
-    ] = None,
-    no_recs: Annotated[
-        NoRecs | None,
-        typer.Option(help="Evaluated users without recs: zero, skip or raise \\[default: zero]."),
-    ] = None,
-    train: Annotated[
-        Path | None,
-        typer.Option(help="Training interactions: popularity for novelty, arp, long_tail."),
-    ] = None,
-    items: Annotated[
-        Path | None,
-        typer.Option(help="Item table: the catalog (coverage, gini) and item features (ils)."),
-    ] = None,
-    item_features: Annotated[
-        str | None,
-        typer.Option(
-            help="Features of items for ils/diversity: a vector column (cosine), or "
-            "categorical columns separated by commas (Jaccard)."
-        ),
-    ] = None,
-    rating_range: Annotated[
-        tuple[float, float] | None,
-        typer.Option(help="Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."),
-    ] = None,
+    user_col: UserColOpt = None,
+    item_col: ItemColOpt = None,
+    score_col: ScoreColOpt = None,
+    rank_col: RankColOpt = None,
+    relevance_col: RelevanceColOpt = None,
+    ties: TiesOpt = None,
+    threshold: ThresholdOpt = None,
+    no_recs: NoRecsOpt = None,
+    train: TrainOpt = None,
+    items: ItemsOpt = None,
+    item_features: ItemFeaturesOpt = None,
+    rating_range: RatingRangeOpt = None,
 ) -> None:
     """Evaluate recommendations against truth and print the metrics."""
     flags: dict[str, Any] = {
         "truth": truth, "recs": recs, "metrics": metric or None, "per_user": per_user,
-        "format": fmt.value if fmt else None, "user_col": user_col, "item_col": item_col,
-        "score_col": score_col, "rank_col": rank_col, "relevance_col": relevance_col,
-        "ties": ties.value if ties else None, "relevance_threshold": threshold,
-        "no_recs": no_recs.value if no_recs else None, "train": train, "items": items,
-        "item_features": _features(item_features), "rating_range": rating_range,
+        "format": fmt.value if fmt else None,
     }  # fmt: skip
+    flags.update(
+        evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )
+    )  # fmt: skip
     try:
         # evaluate's own defaults apply to whatever neither the config nor a flag sets
         settings: dict[str, Any] = {"format": "table", "per_user": None}

@@ -1,0 +1,138 @@
+"""What the command modules share: the consoles, option sets, the error exit, and the options
+of :func:`receval.evaluate` as typer annotations (``receval evaluate``, ``compare``, ``report``
+and the plots declare them once, here)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = [
+    "ItemColOpt",
+    "ItemFeaturesOpt",
+    "ItemsOpt",
+    "NoRecs",
+    "NoRecsOpt",
+    "RankColOpt",
+    "RatingRangeOpt",
+    "RelevanceColOpt",
+    "ScoreColOpt",
+    "ThresholdOpt",
+    "Ties",
+    "TiesOpt",
+    "TrainOpt",
+    "UserColOpt",
+    "evaluate_options",
+    "fail",
+    "features",
+    "out",
+]
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class Ties(StrEnum):
+    """Tie policies (see METRICS.md)."""
+
+    expected = "expected"
+    first = "first"
+    trec = "trec"
+    optimistic = "optimistic"
+    pessimistic = "pessimistic"
+
+
+class NoRecs(StrEnum):
+    """What happens to evaluated users without recommendations."""
+
+    zero = "zero"
+    skip = "skip"
+    raise_ = "raise"
+
+
+def fail(exc: Exception) -> typer.Exit:
+    """Print ``exc`` as an error on stderr; the exit (code 2) to raise."""
+    err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
+    return typer.Exit(code=2)
+
+
+def features(text: str | None) -> str | list[str] | None:
+    """``--item-features``: one column name, or several separated by commas (a list)."""
+    if text is None:
+        return None
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    return names if "," in text else (names[0] if names else text)
+
+
+# evaluate's options; None (not given) leaves evaluate's own default (or a config file's value)
+UserColOpt = Annotated[str | None, typer.Option(help="User id column \\[default: user].")]
+ItemColOpt = Annotated[str | None, typer.Option(help="Item id column \\[default: item].")]
+ScoreColOpt = Annotated[
+    str | None, typer.Option(help="Score column of recs, higher is better \\[default: score].")
+]
+RankColOpt = Annotated[
+    str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
+]
+RelevanceColOpt = Annotated[
+    str | None,
+    typer.Option(help="Relevance column of truth \\[default: relevance, or 1 when absent]."),
+]
+TiesOpt = Annotated[Ties | None, typer.Option(help="Tie policy \\[default: expected].")]
+ThresholdOpt = Annotated[
+    float | None,
+    typer.Option(help="Relevance threshold: relevant when relevance >= this \\[default: 1]."),
+]
+NoRecsOpt = Annotated[
+    NoRecs | None,
+    typer.Option(help="Evaluated users without recs: zero, skip or raise \\[default: zero]."),
+]
+TrainOpt = Annotated[
+    Path | None,
+    typer.Option(help="Training interactions: popularity for novelty, arp, long_tail."),
+]
+ItemsOpt = Annotated[
+    Path | None,
+    typer.Option(help="Item table: the catalog (coverage, gini) and item features (ils)."),
+]
+ItemFeaturesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Features of items for ils/diversity: a vector column (cosine), or categorical "
+        "columns separated by commas (Jaccard)."
+    ),
+]
+RatingRangeOpt = Annotated[
+    tuple[float, float] | None,
+    typer.Option(help="Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."),
+]
+
+
+def evaluate_options(
+    *,
+    user_col: str | None = None,
+    item_col: str | None = None,
+    score_col: str | None = None,
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: Ties | None = None,
+    threshold: float | None = None,
+    no_recs: NoRecs | None = None,
+    train: Path | None = None,
+    items: Path | None = None,
+    item_features: str | None = None,
+    rating_range: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """The options given on the command line, as :func:`receval.evaluate`'s keywords."""
+    given = {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col,
+        "rank_col": rank_col, "relevance_col": relevance_col,
+        "ties": ties.value if ties else None, "relevance_threshold": threshold,
+        "no_recs": no_recs.value if no_recs else None, "train": train, "items": items,
+        "item_features": features(item_features), "rating_range": rating_range,
+    }  # fmt: skip
+    return {k: v for k, v in given.items() if v is not None}
