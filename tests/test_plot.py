@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from sklearn.metrics import average_precision_score, precision_recall_curve, roc_curve
 
 import receval
 from receval import InputError
+from receval._pointwise import labelled_rows
 
 TRUTH = {"u1": {"a": 1, "b": 2, "c": 0}, "u2": {"d": 1}, "u3": {"e": 1}}
 RUNS = {
@@ -55,6 +57,38 @@ def test_headless_without_display(tmp_path: Path) -> None:
     assert (tmp_path / "b.png").read_bytes().startswith(PNG)
 
 
+def on_polyline(x: np.ndarray, y: np.ndarray, px: np.ndarray, py: np.ndarray) -> np.ndarray:
+    """Whether each point (px, py) lies on the polyline (x, y); both coordinates are
+    nondecreasing along it (a ROC curve), so the points at one x form one vertical run."""
+    lo = np.searchsorted(x, px, side="left")
+    hi = np.searchsorted(x, px, side="right")
+    present = hi > lo  # px is a vertex abscissa: within that vertical run
+    in_run = (y[np.minimum(lo, x.size - 1)] - 1e-12 <= py) & (
+        py <= y[np.maximum(hi - 1, 0)] + 1e-12
+    )
+    a = np.clip(lo - 1, 0, x.size - 2)  # otherwise strictly inside the segment a -> a + 1
+    t = (px - x[a]) / np.where(x[a + 1] > x[a], x[a + 1] - x[a], 1.0)
+    inside = np.abs(y[a] + t * (y[a + 1] - y[a]) - py) < 1e-9
+    return np.where(present, in_run, inside)
+
+
+def test_roc_draws_only_the_corners_of_a_long_curve() -> None:
+    """A run with many distinct scores is drawn with the corners of its curve only, and every
+    point of the full curve lies on the drawn polyline."""
+    rng = np.random.default_rng(0)
+    n = 20_000
+    truth = pl.DataFrame({"user": np.arange(n) // 100, "item": np.arange(n) % 100,
+                          "relevance": (rng.random(n) < 0.3).astype(np.float64)})  # fmt: skip
+    recs = truth.select("user", "item", score=pl.Series(rng.random(n)))
+    fig = receval.plot.roc(truth, {"m": recs})
+    line = fig.axes[0].get_lines()[0]
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    y_true, scores, _ = labelled_rows(truth, recs)
+    fpr, tpr, _ = receval.roc_curve(y_true, scores)
+    assert x.size < fpr.size  # 20,001 points in the curve, fewer drawn
+    assert on_polyline(x, y, fpr, tpr).all()
+
+
 def test_roc_matches_sklearn_and_saves_png(tmp_path: Path) -> None:
     fig = receval.plot.roc(TRUTH, RUNS, path=tmp_path / "roc.png")
     ax = fig.axes[0]
@@ -64,9 +98,11 @@ def test_roc_matches_sklearn_and_saves_png(tmp_path: Path) -> None:
     assert labels[2] == "chance"
     for line, name in zip(lines[:2], RUNS, strict=True):
         y, s = _labels(name)
+        # every point of scikit-learn's full curve lies on the drawn polyline
         fpr, tpr, _ = roc_curve(y, s, drop_intermediate=False)
-        np.testing.assert_allclose(line.get_xdata(), fpr)
-        np.testing.assert_allclose(line.get_ydata(), tpr)
+        x, yy = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+        assert x[0] == yy[0] == 0 and x[-1] == yy[-1] == 1
+        assert on_polyline(x, yy, fpr, tpr).all()
         from sklearn.metrics import roc_auc_score
 
         assert line.get_label() == f"{name} (AUC = {roc_auc_score(y, s):.4f})"

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from ._errors import InputError
 from ._registry import parse_metric
 
@@ -141,7 +143,9 @@ def roc(
             relevance_col=relevance_col, relevance_threshold=relevance_threshold,
         )  # fmt: skip
         fpr, tpr, _ = roc_curve(labels, scores)
-        ax.plot(fpr, tpr, label=f"{name} (AUC = {auc(labels, scores):.4f})")
+        # the corners only: points inside a straight run change nothing that is drawn
+        bends = np.r_[True, (np.diff(fpr, 2) != 0) | (np.diff(tpr, 2) != 0), True]
+        ax.plot(fpr[bends], tpr[bends], label=f"{name} (AUC = {auc(labels, scores):.4f})")
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
