@@ -73,6 +73,29 @@ def test_compare_passes_evaluate_options(files: dict[str, Path], tmp_path: Path)
     assert "train" in out.output
 
 
+def test_compare_table_marks_the_best_mean_in_bold(files: dict[str, Path]) -> None:
+    from rich.console import Console
+
+    import receval._cli_compare as cc
+
+    cmp = receval.compare(
+        files["truth"], {"pop": files["a"], "knn": files["b"]}, ["ndcg@10"], n_resamples=50
+    )
+    recorder = Console(record=True, width=200, force_terminal=True)
+    original = cc._out
+    cc._out = recorder
+    try:
+        cc._print_comparison(cmp, cc.CompareFormat.table)
+    finally:
+        cc._out = original
+    ansi = recorder.export_text(styles=True)
+    pop = f"{cmp.cell('pop', 'ndcg@10')['mean']:.4f}"
+    knn = f"{cmp.cell('knn', 'ndcg@10')['mean']:.4f}"
+    best, other = (pop, knn) if float(pop) > float(knn) else (knn, pop)
+    assert f"\x1b[1m{best}\x1b[0m" in ansi  # bold on
+    assert f"\x1b[1m{other}" not in ansi
+
+
 def test_compare_table_and_outputs(files: dict[str, Path], tmp_path: Path) -> None:
     args = ["compare", *_base(files), "-m", "ndcg@10", "--baseline", "knn", "--correction",
             "none", "--resamples", "100", "-o", str(tmp_path / "c.md")]  # fmt: skip

@@ -58,19 +58,19 @@ def test_markdown(cmp: receval.Comparison) -> None:
 
 
 def test_markdown_lower_is_better_bold() -> None:
-    from receval._report import _best
+    from receval._report import best_models
 
     class Fake:
         metric_specs = (receval.parse_metric("mrr"),)
         table = pl.DataFrame({"model": ["a", "b"], "metric": ["mrr", "mrr"], "mean": [0.2, 0.1]})
 
-    assert _best(Fake()) == {"mrr": {"a"}}  # type: ignore[arg-type]
+    assert best_models(Fake()) == {"mrr": {"a"}}  # type: ignore[arg-type]
     spec = receval.parse_metric("mrr")
     lower = receval.Metric(
         receval.MetricSpec(**{**spec.spec.__dict__, "higher_is_better": False}), (), None
     )
     Fake.metric_specs = (lower,)
-    assert _best(Fake()) == {"mrr": {"b"}}  # type: ignore[arg-type]
+    assert best_models(Fake()) == {"mrr": {"b"}}  # type: ignore[arg-type]
 
 
 def test_latex(cmp: receval.Comparison) -> None:

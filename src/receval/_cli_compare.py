@@ -147,7 +147,11 @@ def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
         sys.stdout.write(cmp.table.write_csv())
     else:
         from rich.table import Table
+        from rich.text import Text
 
+        from ._report import best_models
+
+        best = best_models(cmp)
         cells = {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
         table = Table(title=f"receval compare (baseline {cmp.baseline})", title_justify="left")
         table.add_column("model")
@@ -157,13 +161,17 @@ def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
             row = []
             for key in cmp.metrics:
                 c = cells[model, key]
-                text = "-" if c["mean"] is None else f"{c['mean']:.4f}"
+                bold = "bold" if model in best.get(key, ()) else ""
+                text = Text()
+                text.append("-" if c["mean"] is None else f"{c['mean']:.4f}", style=bold)
                 if c["ci_low"] is not None:
-                    text += f" [{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
+                    text.append(f" [{c['ci_low']:.4f}, {c['ci_high']:.4f}]")
                 if c["p_adjusted"] is not None:
-                    text += f" p={c['p_adjusted']:.2g}" + (" *" if c["significant"] else "")
+                    p = c["p_adjusted"]
+                    shown = "p<1e-16" if p < 1e-16 else f"p={p:.2g}"  # below float resolution
+                    text.append(f" {shown}" + (" *" if c["significant"] else ""))
                 row.append(text)
-            table.add_row(model, *row)
+            table.add_row(Text(model), *row)
         _out.print(table)
         from ._report import legend
 

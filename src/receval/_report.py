@@ -48,7 +48,7 @@ def _p(value: float | None, digits: int) -> str:
     return f"<{floor:.{digits}f}" if value < floor else f"{value:.{digits}f}"
 
 
-def _best(cmp: Comparison) -> dict[str, set[str]]:
+def best_models(cmp: Comparison) -> dict[str, set[str]]:
     """Metric -> the models with the best mean (all of them on a tie)."""
     out: dict[str, set[str]] = {}
     for metric in cmp.metric_specs:
@@ -113,7 +113,7 @@ def _model_label(cmp: Comparison, model: str) -> str:
 
 def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     """The Markdown report (see the module docstring)."""
-    cells, best = _cells(cmp), _best(cmp)
+    cells, best = _cells(cmp), best_models(cmp)
     head = ["model", *cmp.metrics]
     lines = [
         "| " + " | ".join(_md_escape(h) for h in head) + " |",
@@ -198,7 +198,7 @@ def latex_escape(text: str) -> str:
 
 def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
-    cells, best = _cells(cmp), _best(cmp)
+    cells, best = _cells(cmp), best_models(cmp)
     n = len(cmp.metrics)
     lines = [
         r"% requires \usepackage{booktabs}",
@@ -269,7 +269,7 @@ def text_table(cmp: Comparison, *, digits: int = 4) -> str:
 
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
-    cells, best = _cells(cmp), _best(cmp)
+    cells, best = _cells(cmp), best_models(cmp)
     e = html.escape
     head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
     body = []
