@@ -329,12 +329,22 @@ def test_demo_prints_every_default_metric() -> None:
     for m in DEFAULT_METRICS + DEMO_BEYOND:
         row = [line for line in lines if f" {m} " in line]
         assert len(row) == 1, (m, out)
-        value = float(row[0].replace("│", " ").split()[-1])
+        value = float(row[0].split("│")[2])  # │ metric │ value │ details │
         if m.startswith("novelty"):
             assert value > 0.0  # bits of self-information
         else:
             assert 0.0 <= value <= 1.0
     assert "500 users" in out
+
+
+def test_table_shows_each_metrics_details(files: dict[str, Path]) -> None:
+    code, out, err = cli(
+        *evaluate_args(files["truth.parquet"], files["recs.parquet"], ["mrr", "coverage@2"])
+    )
+    assert code == 0, err
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if "│" in line}
+    assert "catalog=truth+recs" in rows["coverage@2"]
+    assert rows["mrr"].split("│")[3].strip() == ""  # no details for mrr
 
 
 def test_demo_json_holds_ranking_and_beyond_metrics() -> None:

@@ -294,3 +294,13 @@ def test_html_repr_lists_every_metric_and_the_counts() -> None:
     assert (
         "1 evaluated, 0 without recs, 1 without relevant items, 1 recs users not in truth" in page
     )
+
+
+def test_html_repr_shows_details_when_a_metric_has_any() -> None:
+    truth = {"u": {"a": 1, "b": 0}, "v": {"c": 1, "d": 0}}
+    recs = {"u": {"a": 0.9, "b": 0.1}, "v": {"c": 0.2, "d": 0.8}, "w": {"a": 0.5}}
+    res = receval.evaluate(truth, recs, ["gauc", "mrr"])
+    page = res._repr_html_()
+    assert "<th>details</th>" in page
+    assert "users_used=2" in page and "rows_of_users_not_in_truth=1" in page
+    assert "<td>mrr</td><td>0.750000</td><td></td>" in page  # mrr has no details

@@ -133,13 +133,22 @@ class Result(Mapping[str, float]):
         return json.dumps(doc, indent=indent)
 
     def _repr_html_(self) -> str:
-        """A table of the means and the counts, for notebooks."""
+        """A table of the means (with each metric's details) and the counts, for notebooks."""
+
+        def detail(name: str) -> str:
+            facts = self._details.get(name, {})
+            return html.escape(", ".join(f"{k}={v}" for k, v in facts.items()))
+
         rows = "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{v:.6f}</td></tr>" for k, v in self._means.items()
+            f"<tr><td>{html.escape(k)}</td><td>{v:.6f}</td>"
+            + (f"<td>{detail(k)}</td>" if self._details else "")
+            + "</tr>"
+            for k, v in self._means.items()
         )
+        head = "<th>metric</th><th>value</th>" + ("<th>details</th>" if self._details else "")
         c = self._counts
         return (
-            "<table><thead><tr><th>metric</th><th>value</th></tr></thead>"
+            f"<table><thead><tr>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>"
             f"<p>users: {c.evaluated} evaluated, {c.no_recs} without recs, {c.no_relevant} "
             f"without relevant items, {c.recs_not_in_truth} recs users not in truth; "

@@ -89,8 +89,12 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
     table = Table(title="receval", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
+    details = res.details
+    if details:
+        table.add_column("details", style="dim")
     for name, value in res.means.items():
-        table.add_row(name, f"{value:.6f}")
+        facts = ", ".join(f"{k}={v}" for k, v in details.get(name, {}).items())
+        table.add_row(name, f"{value:.6f}", *([facts] if details else []))
     _out.print(table)
     c = res.counts
     tail = f" in {seconds:.2f} s" if seconds is not None else ""
