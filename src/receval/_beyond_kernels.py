@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from ._kernels import frozen as _frozen
+
 __all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "lookup", "mark", "select_top"]
 
 _SMALL = 32
@@ -300,12 +302,6 @@ def _list_pairs(
     for u in prange(n_users):
         _pairs_one(codes, offsets[u], offsets[u + 1], n_items, out, pair_off[u])
     return out
-
-
-def _frozen(array: np.ndarray) -> np.ndarray:
-    view = array.view()
-    view.flags.writeable = False
-    return view
 
 
 def select_top(

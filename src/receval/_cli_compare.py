@@ -180,11 +180,9 @@ def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
 
 def _write_output(cmp: Comparison, path: Path) -> None:
     """Write the comparison to ``path`` in the format its suffix names."""
-    import os
-    import tempfile
 
     from ._errors import InputError
-    from ._io import write_frame
+    from ._io import write_frame, write_text
 
     suffix = path.suffix.lower()
     if suffix in (".html", ".htm"):
@@ -200,14 +198,7 @@ def _write_output(cmp: Comparison, path: Path) -> None:
             ".parquet path."
         )
         raise InputError(msg)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(texts[suffix]())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(texts[suffix](), path)
 
 
 _MAX_CURVE_K = 100

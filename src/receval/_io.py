@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -236,6 +237,27 @@ def _from_nested(
     return pl.DataFrame(columns)
 
 
+@contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write to; when the block succeeds it replaces
+    ``path`` in one step (a reader never sees a half-written file), else it is removed."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(text: str, path: str | os.PathLike[str]) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write ``frame`` to a .parquet, .csv or .tsv file atomically.
 
@@ -247,14 +269,8 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     if suffix not in (".parquet", ".pq", ".csv", ".tsv"):
         msg = f"cannot write {str(target)!r}: expected a .parquet, .csv or .tsv path."
         raise InputError(msg)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         if suffix in (".parquet", ".pq"):
             frame.write_parquet(tmp)
         else:
             frame.write_csv(tmp, separator="," if suffix == ".csv" else "\t")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

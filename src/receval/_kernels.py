@@ -522,7 +522,8 @@ def _text_order_keys(values: np.ndarray) -> np.ndarray:
 # cached on disk, and never compiled again whatever the input's origin.
 
 
-def _frozen(array: np.ndarray) -> np.ndarray:
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (one compiled signature per kernel)."""
     view = array.view()
     view.flags.writeable = False
     return view
@@ -539,18 +540,18 @@ def rank_users(
     ``status`` (per user: ok or a duplicate) and ``t_match`` (per truth row: the recs row it
     matched, or -1).
     """
-    frozen = [_frozen(a) for a in arrays]
+    views = [frozen(a) for a in arrays]
     kernel: Any = _rank_users
-    return kernel(*frozen[:15], policy, frozen[15], n_chunks)  # type: ignore[no-any-return]
+    return kernel(*views[:15], policy, views[15], n_chunks)  # type: ignore[no-any-return]
 
 
 def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
     kernel: Any = _duplicate_groups
-    return kernel(_frozen(offsets), _frozen(items), _frozen(groups))  # type: ignore[no-any-return]
+    return kernel(frozen(offsets), frozen(items), frozen(groups))  # type: ignore[no-any-return]
 
 
 def text_order_keys(values: np.ndarray) -> np.ndarray:
     """Keys that order non-negative integers (< ``TEXT_KEY_LIMIT``) as their text compares."""
     kernel: Any = _text_order_keys
-    return kernel(_frozen(values))  # type: ignore[no-any-return]
+    return kernel(frozen(values))  # type: ignore[no-any-return]

@@ -81,8 +81,9 @@ def labelled_rows(
     )  # fmt: skip
     labels, _ = _labels(prep, prep.threshold)
     in_truth = _in_truth(prep)
-    sizes = np.diff(prep.r_grp.offsets)[in_truth]
-    keep = np.repeat(in_truth, np.diff(prep.r_grp.offsets))
+    all_sizes = np.diff(prep.r_grp.offsets)
+    sizes = all_sizes[in_truth]
+    keep = np.repeat(in_truth, all_sizes)
     users = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
     scores = np.ascontiguousarray(prep.r_score[keep], dtype=np.float64)
     return np.ascontiguousarray(labels[keep]), scores, users
@@ -117,9 +118,10 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         )
         raise InputError(msg)
     # users in recs but not in truth are left out of accuracy metrics (METRICS.md, "Which users")
-    groups = np.flatnonzero(_in_truth(prep))
+    in_truth = _in_truth(prep)
+    groups = np.flatnonzero(in_truth)
     sizes = np.diff(prep.r_grp.offsets)
-    keep = None if groups.size == prep.r_grp.n_users else np.repeat(_in_truth(prep), sizes)
+    keep = None if groups.size == prep.r_grp.n_users else np.repeat(in_truth, sizes)
     scores = np.ascontiguousarray(prep.r_score, dtype=np.float64)
     if keep is not None:
         scores = scores[keep]

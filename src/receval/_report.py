@@ -14,12 +14,12 @@ import html
 import io
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InputError
+from ._io import write_text
 
 if TYPE_CHECKING:
     from ._compare import Comparison
@@ -381,12 +381,5 @@ def write_html(
         f"<h1>{html.escape(title)}</h1>{html_tables(cmp, digits=digits)}"
         f'<div id="plots">{images}</div></body></html>\n'
     )
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(doc)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(doc, target)
     return target

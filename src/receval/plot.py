@@ -29,7 +29,6 @@ Examples
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ._errors import InputError
+from ._io import atomic_path
 from ._registry import parse_metric
 
 if TYPE_CHECKING:
@@ -69,14 +69,8 @@ def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
             f"of {', '.join('.' + k for k in sorted(supported))}."
         )
         raise InputError(msg)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    os.close(fd)
-    try:
+    with atomic_path(target) as tmp:
         fig.savefig(tmp, format=fmt, dpi=100)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
     return fig
 
 
