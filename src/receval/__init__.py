@@ -37,7 +37,13 @@ from ._classification import (
     roc_curve,
 )
 from ._compare import Comparison, compare
-from ._errors import InputError, MetricError, RecevalError, UndefinedMetricWarning
+from ._errors import (
+    EngineError,
+    InputError,
+    MetricError,
+    RecevalError,
+    UndefinedMetricWarning,
+)
 from ._evaluate import NoRecsPolicy, TiesPolicy, evaluate
 from ._io import read_trec_qrels, read_trec_run
 from ._rating import mae, mse, nmae, r2, rmse
@@ -50,6 +56,7 @@ __all__ = [
     "Comparison",
     "ConfusionMatrix",
     "Counts",
+    "EngineError",
     "GaucWeight",
     "InputError",
     "Metric",

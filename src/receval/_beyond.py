@@ -44,11 +44,21 @@ import polars as pl
 from . import _beyond_kernels as BK
 from ._errors import InputError
 from ._evaluate import Part, Prepared, per_user_frame
+from ._exact import parts_weighted
+from ._exact import total as total_exact
 from ._io import Role, read_table
 from ._layout import check_frame, show_rows, trec_tie_keys
 from ._registry import Metric
 
-__all__ = ["beyond_part"]
+__all__ = [
+    "beyond_part",
+    "catalog_of",
+    "exposure_histogram",
+    "global_value",
+    "read_items",
+    "read_train",
+    "train_popularity",
+]
 
 _PER_USER = ("ils", "diversity", "novelty", "arp", "long_tail")
 _NEEDS_TRAIN = ("novelty", "arp", "long_tail")
@@ -71,6 +81,8 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
+    shard = bool(prep.options.get("_shard"))
     n_users = prep.r_grp.n_users
     for m in plan:
         off, codes = ctx.top(m.k)
@@ -78,11 +90,18 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         info: dict[str, Any] = {"users": n_users}
         if name in ("coverage", "gini", "entropy"):
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
-            means[m.canonical] = _global(name, ctx.exposure(m.k))
+            if shard:  # exposure sums over every shard's users before it has a value
+                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), None))
+            else:
+                means[m.canonical] = global_value(
+                    name, *exposure_histogram(ctx.exposure(m.k)), ctx.n_catalog
+                )
         elif name in _NEEDS_TRAIN:
             pop = ctx.popularity()
             absent = np.count_nonzero((ctx.exposure(m.k) > 0) & (pop.counts == 0))
             info.update(train_users=pop.n_users, not_in_train=int(absent))
+            if shard:  # items absent from train count once over every shard's lists
+                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), pop.counts == 0))
             if name == "novelty":
                 safe = np.maximum(pop.counts, 1).astype(np.float64)
                 row_values = -np.log2(safe / pop.n_users)[codes]
@@ -94,7 +113,8 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                 info.update(head_items=head_items, head_share=head_share)
             values = np.add.reduceat(row_values, off[:-1]) / np.diff(off)
             columns[m.canonical] = values
-            means[m.canonical] = math.fsum(values) / values.size
+            means[m.canonical] = math.fsum(values) / values.size if values.size else math.nan
+            part.sums[m.canonical] = (values, int(values.size))
         else:
             sims, kind = ctx.ils(m.k)
             values = sims if name == "ils" else 1.0 - sims
@@ -103,38 +123,56 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             info["users"] = int((~short).sum())
             columns[m.canonical] = values
             kept = values[~short]
-            if kept.size == 0:
+            part.sums[m.canonical] = (kept, int(kept.size))
+            if kept.size == 0 and not shard:
                 warnings.warn(
                     f"no recs user has 2 or more items in {m.canonical}; its mean is NaN.",
                     stacklevel=4,
                 )
             means[m.canonical] = math.fsum(kept) / kept.size if kept.size else math.nan
         details[m.canonical] = info
-    per_user = None
     if columns:
         every = np.arange(prep.r_grp.n_users)
-        per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
-    return Part(means, per_user, details)
+        part.per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
+    return part
 
 
-def _global(name: str, exposure: np.ndarray) -> float:
-    """coverage, gini or entropy from the exposure counts of every catalog item."""
-    n = exposure.size
-    total = int(exposure.sum())
+def exposure_histogram(exposure: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct positive exposure counts, ascending, and how many items have each."""
+    values, counts = np.unique(exposure[exposure > 0], return_counts=True)
+    return values.astype(np.int64), counts.astype(np.int64)
+
+
+def global_value(name: str, values: np.ndarray, counts: np.ndarray, n_catalog: int) -> float:
+    """coverage, gini or entropy from the exposure histogram: ``counts[j]`` catalog items were
+    recommended ``values[j]`` times (ascending, all > 0); the other items never were.
+
+    A histogram is what a distributed engine can merge (exposure summed by item, then
+    counted by value); every sum here is exact, so the value depends on nothing else.
+    """
+    n = n_catalog
+    exposed = int(counts.sum())
     if name == "coverage":
-        return int(np.count_nonzero(exposure)) / n
+        return exposed / n
+    total = int(np.dot(values, counts)) if values.size else 0
     if name == "gini":
-        x = np.sort(exposure).astype(np.int64)
-        weights = 2 * np.arange(1, n + 1, dtype=np.int64) - n - 1
-        return int(np.dot(weights, x)) / (n * total)  # exact integer numerator
-    p = exposure[exposure > 0] / total
-    return abs(math.fsum(-p * np.log2(p)))
+        # sorted ascending, the zeros take ranks 1..n - exposed; value v of count c takes the
+        # next c ranks a..b, contributing v * sum_{i=a..b} (2i - n - 1): an exact integer
+        ends = (n - exposed) + np.cumsum(counts)
+        starts = ends - counts
+        numerator = sum(
+            int(v) * (int(b) * (int(b) + 1) - int(a) * (int(a) + 1) - int(c) * (n + 1))
+            for v, a, b, c in zip(values, starts, ends, counts, strict=True)
+        )  # a loop over the distinct exposure counts (about sqrt(2 * total) at most)
+        return numerator / (n * total)
+    p = values / total
+    return abs(total_exact(parts_weighted(-p * np.log2(p), counts)))
 
 
 def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
     """Name the missing argument before reading anything."""
     for m in plan:
-        if m.name in _NEEDS_TRAIN and options.get("train") is None:
+        if m.name in _NEEDS_TRAIN and options.get("train") is None and "_popularity" not in options:
             msg = (
                 f"{m.canonical} needs item popularity from training interactions; pass "
                 "train= (rows (user, item), same sources as truth; --train on the command line)."
@@ -211,8 +249,9 @@ class _Context:
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
-        train = _read_train(prep, kind)
-        items = _read_items(prep, kind)
+        opts, user_col = prep.options, prep.user_col
+        train = read_train(opts.get("train"), user_col, item_col, kind)
+        items = read_items(opts.get("items"), user_col, item_col, kind)
         row_codes = None
         if items is not None:
             catalog = items[item_col]
@@ -227,13 +266,13 @@ class _Context:
                     f"item table (column {item_col!r})."
                 )
                 raise InputError(msg)
+        elif "_catalog" in prep.options:  # a shard: the catalog of every shard's items
+            catalog = prep.options["_catalog"]
+            source = prep.options["_catalog_source"]
+            if ids is None:
+                row_codes = _codes(catalog, r_items)
         else:
-            others = [prep.t_grp.frame[item_col].cast(kind)]
-            source = "truth+recs"
-            if train is not None:
-                others.append(train[item_col])
-                source += "+train"
-            catalog = _catalog(r_items, ids, others)
+            catalog, source = catalog_of(r_items, ids, prep.t_grp.frame[item_col].cast(kind), train)
             if ids is None:  # string ids: the codes are the tie keys of "expected" below
                 row_codes = _codes(catalog, r_items)
         if prep.ties == "first":
@@ -251,7 +290,7 @@ class _Context:
         """Offsets and catalog codes of every user's L@K, best first."""
         if k not in self._tops:
             offsets = self.prep.r_grp.offsets
-            longest = int(np.diff(offsets).max())
+            longest = int(np.diff(offsets).max(initial=0))
             score = np.ascontiguousarray(self.prep.r_score, dtype=np.float64)
             off, rows = BK.select_top(
                 offsets, score, self.tie, longest if k is None else k, negate=self.prep.by_rank
@@ -272,15 +311,19 @@ class _Context:
 
     def popularity(self) -> _Popularity:
         if self._pop is None:
-            assert self.train is not None  # checked by _check_inputs
-            item_col, user_col = self.prep.item_col, self.prep.user_col
-            per_item = self.train.group_by(item_col).agg(pl.len().alias("n")).sort(item_col)
-            train_codes = _codes(self.catalog, per_item[item_col])
+            given = self.prep.options.get("_popularity")  # a shard: train's, aggregated once
+            if given is not None:
+                per_item, n_users = given
+            else:
+                assert self.train is not None  # checked by _check_inputs
+                per_item, n_users = train_popularity(
+                    self.train, self.prep.user_col, self.prep.item_col
+                )
+            train_codes = _codes(self.catalog, per_item[self.prep.item_col])
             train_counts = per_item["n"].to_numpy().astype(np.int64)
             counts = np.zeros(self.n_catalog, dtype=np.int64)
             inside = train_codes >= 0
             counts[train_codes[inside]] = train_counts[inside]
-            n_users = self.train[user_col].n_unique()
             self._pop = _Popularity(counts, n_users, train_counts, train_codes)
         return self._pop
 
@@ -327,6 +370,25 @@ class _Context:
         sums = np.bincount(owner, weights=values[inverse.ravel()], minlength=kp.size)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(kp >= 2, 2.0 * sums / (kp * (kp - 1.0)), np.nan)
+
+
+def train_popularity(train: pl.DataFrame, user_col: str, item_col: str) -> tuple[pl.DataFrame, int]:
+    """Distinct train users per item (columns ``item_col``, ``n``; sorted by item) and the
+    number of train users, from train's distinct (user, item) pairs."""
+    per_item = train.group_by(item_col).agg(pl.len().cast(pl.Int64).alias("n")).sort(item_col)
+    return per_item, int(train[user_col].n_unique())
+
+
+def catalog_of(
+    recs: pl.Series, ids: np.ndarray | None, truth: pl.Series, train: pl.DataFrame | None
+) -> tuple[pl.Series, str]:
+    """The catalog when no item table is given: truth + recs (+ train) items, and its name."""
+    others = [truth]
+    source = "truth+recs"
+    if train is not None:
+        others.append(train[recs.name])
+        source += "+train"
+    return _catalog(recs, ids, others), source
 
 
 def _catalog(recs: pl.Series, ids: np.ndarray | None, others: list[pl.Series]) -> pl.Series:
@@ -391,12 +453,12 @@ def _unify(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType]) ->
     raise InputError(msg)
 
 
-def _read_train(prep: Prepared, kind: type[pl.DataType]) -> pl.DataFrame | None:
+def read_train(
+    data: Any, user_col: str, item_col: str, kind: type[pl.DataType]
+) -> pl.DataFrame | None:
     """Distinct (user, item) pairs of train, item ids typed as in recs."""
-    data = prep.options.get("train")
     if data is None:
         return None
-    user_col, item_col = prep.user_col, prep.item_col
     role: Role = "train"
     raw = read_table(data, role, user_col=user_col, item_col=item_col, value_col=_ONE)
     for col in (user_col, item_col):
@@ -415,17 +477,17 @@ def _read_train(prep: Prepared, kind: type[pl.DataType]) -> pl.DataFrame | None:
     return frame.select(user_col, item_col).unique()
 
 
-def _read_items(prep: Prepared, kind: type[pl.DataType]) -> pl.DataFrame | None:
+def read_items(
+    data: Any, user_col: str, item_col: str, kind: type[pl.DataType]
+) -> pl.DataFrame | None:
     """The item table sorted by item id (ids unique, typed as in recs)."""
-    data = prep.options.get("items")
     if data is None:
         return None
-    item_col = prep.item_col
     role: Role = "items"
     if not isinstance(data, pl.DataFrame | pl.LazyFrame) and isinstance(data, dict):
         msg = "items must be a Polars/pandas DataFrame, a PyArrow Table or a Parquet/CSV file."
         raise InputError(msg)
-    raw = read_table(data, role, user_col=prep.user_col, item_col=item_col, value_col=_ONE)
+    raw = read_table(data, role, user_col=user_col, item_col=item_col, value_col=_ONE)
     if item_col not in raw.columns:
         msg = (
             f"items is missing column {item_col!r} (columns found: {raw.columns}); pass "

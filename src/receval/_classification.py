@@ -31,6 +31,7 @@ import polars as pl
 from numba import njit, prange
 
 from ._errors import InputError, UndefinedMetricWarning
+from ._exact import CAP, grow, parts, total
 
 __all__ = [
     "ConfusionMatrix",
@@ -292,17 +293,21 @@ def _group_pair_counts(
 
 
 @njit(cache=True, parallel=True)
-def _log_loss_sum(labels: np.ndarray, probs: np.ndarray, eps: float, n_chunks: int) -> float:
-    """Sum of the rows' cross-entropy, p clipped to [eps, 1 - eps]; chunked float64 sums."""
+def _log_loss_parts(
+    labels: np.ndarray, probs: np.ndarray, eps: float, n_chunks: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Expansions (:mod:`receval._exact`) of the rows' cross-entropy, p clipped to
+    [eps, 1 - eps], over contiguous chunks: the sum is exact, whatever the split."""
     n = labels.shape[0]
-    out = np.zeros(n_chunks, dtype=np.float64)
+    buf = np.zeros((n_chunks, CAP), dtype=np.float64)
+    lens = np.zeros(n_chunks, dtype=np.int64)
     for c in prange(n_chunks):
-        acc = 0.0
+        k = 0
         for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
             p = min(max(probs[i], eps), 1.0 - eps)
-            acc -= np.log(p) if labels[i] else np.log(1.0 - p)
-        out[c] = acc
-    return out.sum()  # type: ignore[no-any-return]
+            k = grow(buf[c], k, -np.log(p) if labels[i] else -np.log(1.0 - p))
+        lens[c] = k
+    return buf, lens
 
 
 @njit(cache=True)
@@ -346,8 +351,20 @@ def sorted_classes(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
 
 def auc_from_sorted(pos: np.ndarray, neg: np.ndarray) -> float:
     """Exact AUC of positives and negatives whose scores are sorted ascending (both non-empty)."""
-    twice = int(_pair_counts(pos, neg, _n_chunks(pos.shape[0])))
-    return twice / (2.0 * int(pos.shape[0]) * int(neg.shape[0]))
+    return auc_value(auc_twice_wins(pos, neg), int(pos.shape[0]), int(neg.shape[0]))
+
+
+def auc_twice_wins(pos: np.ndarray, neg: np.ndarray) -> int:
+    """Twice the (positive, negative) pairs the positive wins, a tie counting one: an exact
+    integer (sorted inputs), which sums over disjoint score ranges."""
+    if pos.shape[0] == 0 or neg.shape[0] == 0:
+        return 0
+    return int(_pair_counts(pos, neg, _n_chunks(pos.shape[0])))
+
+
+def auc_value(twice_wins: int, n_pos: int, n_neg: int) -> float:
+    """AUC from the exact pair count of :func:`auc_twice_wins` and the class sizes."""
+    return twice_wins / (2.0 * n_pos * n_neg)
 
 
 def gauc_from_groups(
@@ -356,15 +373,19 @@ def gauc_from_groups(
     """GAUC from per-group AUCs (NaN = one class): the value, groups used, groups skipped."""
     used = ~np.isnan(auc_g)
     n_used = int(used.sum())
-    if weight == "impressions":
-        w = rows[used].astype(np.float64)
-    elif weight == "clicks":
-        w = positives[used].astype(np.float64)
-    else:
-        w = np.ones(n_used, dtype=np.float64)
+    w = gauc_weights(rows[used], positives[used], weight)
     total = math.fsum(w)
     value = math.fsum(w * auc_g[used]) / total if n_used else math.nan
     return value, n_used, int(auc_g.shape[0] - n_used)
+
+
+def gauc_weights(rows: np.ndarray, positives: np.ndarray, weight: str) -> np.ndarray:
+    """Each group's GAUC weight (float64): its rows, its positives, or 1."""
+    if weight == "impressions":
+        return rows.astype(np.float64)
+    if weight == "clicks":
+        return positives.astype(np.float64)
+    return np.ones(rows.shape[0], dtype=np.float64)
 
 
 def check_weight(weight: str) -> None:
@@ -693,9 +714,21 @@ def average_precision(y_true: Any, y_score: Any) -> float:
     y, s = _binary(y_true, y_score)
     _need_positive(y, "average precision")
     _, tps, fps, n_pos, _ = _threshold_counts(y, s)
-    gained = np.diff(tps, prepend=0)
-    precision_ = tps / (tps + fps).astype(np.float64)
-    return float(np.sum(gained * precision_) / n_pos)
+    return total(ap_terms(tps, fps, 0, 0)) / n_pos
+
+
+def ap_terms(tps: np.ndarray, fps: np.ndarray, tp_before: int, fp_before: int) -> np.ndarray:
+    """The expansion of ``sum (TP_n - TP_{n-1}) * precision_n`` over thresholds, highest first.
+
+    ``tps`` / ``fps`` count rows with score >= each threshold among the rows given;
+    ``tp_before`` / ``fp_before`` count the rows of higher scores outside them (another
+    partition of a distributed sort), so partitions' expansions concatenate to the whole's.
+    """
+    tp = tps.astype(np.int64) + tp_before
+    fp = fps.astype(np.int64) + fp_before
+    gained = np.diff(tp, prepend=tp_before)
+    precision_ = tp / (tp + fp).astype(np.float64)
+    return parts(gained * precision_)
 
 
 # -------------------------------------------------------------------------------- log loss
@@ -716,8 +749,13 @@ def check_probabilities(p: np.ndarray, name: str) -> None:
 
 def log_loss_of(labels: np.ndarray, probs: np.ndarray) -> float:
     """Mean binary cross-entropy of checked labels and probabilities."""
-    n = int(labels.shape[0])
-    return float(_log_loss_sum(labels, probs, _EPS, _n_chunks(n))) / n
+    return total(log_loss_parts(labels, probs)) / int(labels.shape[0])
+
+
+def log_loss_parts(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """The expansion of the rows' summed cross-entropy (exact; merges across shards)."""
+    buf, lens = _log_loss_parts(labels, probs, _EPS, _n_chunks(int(labels.shape[0])))
+    return np.concatenate([buf[c, : lens[c]] for c in range(lens.shape[0])])
 
 
 def log_loss(y_true: Any, y_prob: Any) -> float:

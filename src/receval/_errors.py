@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["InputError", "MetricError", "RecevalError", "UndefinedMetricWarning"]
+__all__ = ["EngineError", "InputError", "MetricError", "RecevalError", "UndefinedMetricWarning"]
 
 
 class RecevalError(ValueError):
@@ -15,6 +15,11 @@ class MetricError(RecevalError):
 
 class InputError(RecevalError):
     """Truth, recommendations or an option do not have the expected shape or values."""
+
+
+class EngineError(RecevalError):
+    """An engine cannot run: pyspark is not installed (``receval[spark]``), or the Spark
+    executors cannot import receval."""
 
 
 class UndefinedMetricWarning(UserWarning):

@@ -41,6 +41,7 @@ from ._registry import Family, Metric, ParamValue, parse_metrics
 from ._result import Counts, Result
 
 __all__ = [
+    "Engine",
     "KernelOutput",
     "NoRecsPolicy",
     "Part",
@@ -48,12 +49,15 @@ __all__ = [
     "TiesPolicy",
     "check_threshold",
     "evaluate",
+    "join_per_user",
+    "no_evaluated_message",
     "per_user_frame",
     "prepare",
 ]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
 NoRecsPolicy = Literal["zero", "skip", "raise"]
+Engine = Literal["auto", "local", "spark"]
 
 _POLICY = {
     "expected": K.POLICY_EXPECTED,
@@ -96,6 +100,9 @@ def evaluate(
     items: Any = None,
     item_features: str | list[str] | Callable[[Any, Any], float] | None = None,
     rating_range: tuple[float, float] | None = None,
+    engine: Engine = "auto",
+    spark: Any = None,
+    partitions: int | None = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -140,6 +147,15 @@ def evaluate(
         sets), or a function ``sim(item_a, item_b) -> float`` of two item ids.
     rating_range:
         ``(r_min, r_max)`` of the rating scale for ``nmae``; read from truth when not given.
+    engine:
+        ``"auto"`` (Spark when ``truth`` or ``recs`` is a pyspark DataFrame, else local),
+        ``"local"`` or ``"spark"`` (also for paths, which Spark then reads). The Spark
+        engine (``pip install "receval[spark]"``; docs/spark.md) returns the same Result.
+    spark:
+        The SparkSession of the Spark engine (default: that of a Spark DataFrame input, the
+        active one, or a new local one).
+    partitions:
+        The Spark engine's number of user shards (default: Spark's adaptive choice).
 
     Returns
     -------
@@ -160,6 +176,26 @@ def evaluate(
     >>> receval.evaluate(truth, recs, "mrr")["mrr"]
     0.875
     """
+    if engine not in get_args(Engine):
+        msg = f"engine must be one of {', '.join(get_args(Engine))}; got {engine!r}."
+        raise InputError(msg)
+    options = {
+        "train": train, "items": items, "item_features": item_features,
+        "rating_range": rating_range,
+    }  # fmt: skip
+    columns: dict[str, Any] = {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col, "rank_col": rank_col,
+        "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
+        "no_recs": no_recs,
+    }  # fmt: skip
+    if engine == "spark" or (engine == "auto" and _spark_input(truth, recs, train, items)):
+        from ._spark import evaluate_spark
+
+        return evaluate_spark(
+            truth, recs, metrics, spark=spark, partitions=partitions, **columns, **options
+        )
+    if engine == "local":
+        truth, recs, options = _local_inputs(truth, recs, options)
     plan = parse_metrics(metrics)
     if ties not in _POLICY:
         msg = f"ties must be one of {', '.join(get_args(TiesPolicy))}; got {ties!r}."
@@ -168,10 +204,6 @@ def evaluate(
         msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
         raise InputError(msg)
     threshold = check_threshold(relevance_threshold)
-    options = {
-        "train": train, "items": items, "item_features": item_features,
-        "rating_range": rating_range,
-    }  # fmt: skip
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     prep, kernel = prepare(
         truth, recs, ranking, user_col=user_col, item_col=item_col, score_col=score_col,
@@ -188,6 +220,29 @@ def evaluate(
         if chosen:
             parts.append(handlers[family](chosen, prep))
     return _merge(plan, parts, prep, settings)
+
+
+def _spark_input(*inputs: Any) -> bool:
+    """Whether an input is a pyspark DataFrame (checked without importing pyspark)."""
+    for data in inputs:
+        cls = type(data)
+        if cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame":
+            return True
+    return False
+
+
+def _local_inputs(
+    truth: Any, recs: Any, options: dict[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """engine="local" with pyspark DataFrames: collect them to the driver as Arrow tables."""
+
+    def local(data: Any) -> Any:
+        if not _spark_input(data):
+            return data
+        return data.toArrow() if hasattr(data, "toArrow") else data.toPandas()
+
+    options = {**options, "train": local(options["train"]), "items": local(options["items"])}
+    return local(truth), local(recs), options
 
 
 def check_threshold(value: object) -> float:
@@ -235,15 +290,17 @@ def prepare(
     if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
         t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
     ids = [user_col, item_col]
+    shard = bool((options or {}).get("_shard"))
     t_frame = check_frame(
         t_raw, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
         fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).",
+        "has relevance 1).", allow_empty=shard,
     )  # fmt: skip
     r_frame = check_frame(
         r_raw, "recs", id_cols=ids, value_col=order_col,
         value_name="rank" if rank_col is not None else "score",
         fix="pass score_col= or rank_col= to name the column that orders each user's list.",
+        allow_empty=shard,
     )  # fmt: skip
     t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
@@ -255,7 +312,7 @@ def prepare(
         ranking, t_grp, r_grp, u2r,
         user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
-        no_recs=no_recs, options={**(options or {}), "has_relevance": has_relevance},
+        no_recs=no_recs, options={"has_relevance": has_relevance, **(options or {})},
     )  # fmt: skip
 
 
@@ -366,11 +423,18 @@ class Part:
     ``per_user`` holds the user column (``user_col``) and one Float64 column per metric that
     has per-user values (canonical names), or is None when none has; ``details`` maps a
     canonical name to extra facts about it (users skipped, the catalog used, ...).
+
+    For the distributed engine (:mod:`receval._shard`), ``sums[name] = (terms, den)`` says how
+    a per-user metric's mean is made: ``fsum(terms) / den``, ``den`` a count or an array of
+    weights (summed exactly); ``pending[name]`` holds what a global metric needs from every
+    shard before it has a value (a shard's part has no mean for it).
     """
 
     means: dict[str, float]
     per_user: pl.DataFrame | None = None
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = field(default_factory=dict)
+    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)
 
 
 def _family_parts() -> dict[Family, Callable[[tuple[Metric, ...], Prepared], Part]]:
@@ -441,7 +505,9 @@ def _match(
     fpar = np.array([_fpar(m) for m in ranking], dtype=np.float64)
     ks = np.array([m.k or 0 for m in ranking], dtype=np.int64)
 
-    longest = max(int(np.diff(t_grp.offsets).max()), int(np.diff(r_grp.offsets).max()))
+    longest = max(
+        int(np.diff(t_grp.offsets).max(initial=0)), int(np.diff(r_grp.offsets).max(initial=0))
+    )
     log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
     n_users = t_grp.n_users
     n_chunks = max(1, min(n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
@@ -496,10 +562,17 @@ def _merge(
     the user (sorted by user id), details."""
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
-    frames = [p.per_user for p in parts if p.per_user is not None]
     for p in parts:
         means.update(p.means)
         details.update(p.details)
+    per_user = join_per_user(plan, parts, prep)
+    ordered = {m.canonical: means[m.canonical] for m in plan}
+    return Result(plan, ordered, per_user, prep.counts, settings, details)
+
+
+def join_per_user(plan: tuple[Metric, ...], parts: list[Part], prep: Prepared) -> pl.DataFrame:
+    """The parts' per-user columns joined on the user (sorted by user id), in request order."""
+    frames = [p.per_user for p in parts if p.per_user is not None]
     user_col = prep.user_col
     if len(frames) == 1:
         per_user = frames[0]
@@ -511,9 +584,7 @@ def _merge(
     else:
         per_user = pl.DataFrame({user_col: prep.t_grp.keys.head(0)})
     columns = [m.canonical for m in plan if m.canonical in per_user.columns]
-    per_user = per_user.select(user_col, *columns)
-    ordered = {m.canonical: means[m.canonical] for m in plan}
-    return Result(plan, ordered, per_user, prep.counts, settings, details)
+    return per_user.select(user_col, *columns)
 
 
 def _fpar(m: Metric) -> float:
@@ -577,13 +648,9 @@ def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput
     counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
     user_col, no_recs = prep.user_col, prep.no_recs
     has_recs = u2r >= 0
-    if counts.evaluated == 0:
-        msg = (
-            "truth has no user with a relevant item (relevance >= "
-            f"{prep.threshold}); nothing to evaluate. Check relevance_col and "
-            "relevance_threshold."
-        )
-        raise InputError(msg)
+    shard = bool(prep.options.get("_shard"))
+    if counts.evaluated == 0 and not shard:
+        raise InputError(no_evaluated_message(prep.threshold))
     in_any = (nrel[:, thr_idx] >= 1).any(axis=1)
     if no_recs == "raise" and (in_any & ~has_recs).any():
         missing = t_grp.keys.filter(pl.Series(in_any & ~has_recs))
@@ -596,6 +663,7 @@ def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput
     # means are exactly rounded sums (math.fsum): no mean depends on the order of users
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
+    sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = {}
     keep = in_any if no_recs != "skip" else in_any & has_recs
     for j, m in enumerate(plan):
         den = nrel[:, thr_idx[j]]
@@ -607,15 +675,26 @@ def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput
         if ops[j] == K.OP_HITS:
             total = den[counted].sum()
             means[m.canonical] = math.fsum(values[counted]) / float(total) if total else math.nan
+            sums[m.canonical] = (values[counted], int(total))
             values = values / np.where(den > 0, den, 1.0)
         else:
             n_counted = int(counted.sum())
             means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
-        if not counted.any():
+            sums[m.canonical] = (values[counted], n_counted)
+        if not counted.any() and not shard:
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
         columns[m.canonical] = values
 
-    return Part(means, per_user_frame(t_grp.keys, np.flatnonzero(keep), columns, user_col))
+    frame = per_user_frame(t_grp.keys, np.flatnonzero(keep), columns, user_col)
+    return Part(means, frame, sums=sums)
+
+
+def no_evaluated_message(threshold: float) -> str:
+    """The error when truth has no user with a relevant item."""
+    return (
+        f"truth has no user with a relevant item (relevance >= {threshold}); nothing to "
+        "evaluate. Check relevance_col and relevance_threshold."
+    )
 
 
 def per_user_frame(

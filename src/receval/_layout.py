@@ -70,12 +70,14 @@ def check_frame(
     value_col: str,
     value_name: str,
     fix: str,
+    allow_empty: bool = False,
 ) -> pl.DataFrame:
     """Validate one input and return a frame of exactly ``id_cols + [value_col]``.
 
     The value column is cast to Float64; the input frame itself is never modified.
+    ``allow_empty``: a shard of a distributed evaluation may hold no row of this input.
     """
-    if frame.height == 0:
+    if frame.height == 0 and not allow_empty:
         msg = f"{role} is empty (0 rows); expected at least one row."
         raise InputError(msg)
     for col in [*id_cols, value_col]:

@@ -132,6 +132,8 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
+    shard = bool(prep.options.get("_shard"))
     cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     sorted_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     for m in plan:
@@ -151,6 +153,16 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             "rows_of_users_not_in_truth": left_out,
         }
         name = m.name
+        if shard and name in ("auc", "average_precision"):
+            # a global sort over every shard's rows: the engine merges (labels, scores)
+            part.pending[m.canonical] = ("scored", (threshold, labels, scores))
+            details[m.canonical] = info
+            continue
+        if shard and name == "logloss":
+            _check_probabilities(prep, m)
+            part.pending[m.canonical] = ("logloss", (C.log_loss_parts(labels, scores), n_rows))
+            details[m.canonical] = info
+            continue
         if name == "auc":
             _need_classes(m, n_pos, n_rows, threshold)
             if threshold not in sorted_cache:
@@ -163,13 +175,18 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             _check_probabilities(prep, m)
             value = C.log_loss_of(labels, scores)
         elif name == "gauc":
-            value, column, used, skipped = _gauc(m, offsets, labels, scores)
+            value, column, used, skipped, sums = _gauc(m, offsets, labels, scores, not shard)
             columns[m.canonical] = column
+            part.sums[m.canonical] = sums
             info.update(users_used=used, users_skipped=skipped)
         elif name in _THRESHOLDED:
             cut = float(m.get("threshold"))  # type: ignore[arg-type]
             cm = C.confusion_counts(labels, scores, cut)
             info.update(tp=cm.tp, fp=cm.fp, fn=cm.fn, tn=cm.tn)
+            if shard:
+                part.pending[m.canonical] = ("confusion", None)
+                details[m.canonical] = info
+                continue
             value = _thresholded(m, cm)
         else:  # pragma: no cover - the registry's classification family is covered above
             msg = f"no kernel for classification metric {m.canonical}"
@@ -177,11 +194,10 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         means[m.canonical] = value
         details[m.canonical] = info
 
-    per_user = None
     if columns:
         kept = prep.r_grp.keys.gather(groups)
-        per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
-    return Part(means, per_user, details)
+        part.per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
+    return part
 
 
 def _raise_no_recs(prep: Prepared, relevant: np.ndarray, m: Metric) -> None:
@@ -235,13 +251,17 @@ def _in_truth(prep: Prepared) -> np.ndarray:
 
 
 def _gauc(
-    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
-) -> tuple[float, np.ndarray, int, int]:
+    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray, warn: bool = True
+) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
+    """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
     rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
-    value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, str(m.get("weight")))
-    if not used:
+    weight = str(m.get("weight"))
+    value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
+    if not used and warn:
         _warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
-    return value, auc_u, used, skipped
+    ok = ~np.isnan(auc_u)
+    w = C.gauc_weights(rows[ok], positives[ok], weight)
+    return value, auc_u, used, skipped, (w * auc_u[ok], w)
 
 
 def _thresholded(m: Metric, cm: C.ConfusionMatrix) -> float:
@@ -293,10 +313,11 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     user_of_row = np.repeat(
         np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
     )
+    shard = bool(prep.options.get("_shard"))
     if n_missing:
         if prep.no_recs == "raise":
             _raise_missing(prep, missing, names)
-        if prep.no_recs == "zero":
+        if prep.no_recs == "zero" and not shard:  # a shard's engine warns once, with the total
             warnings.warn(
                 f"{n_missing} truth row(s) have no predicted rating (no recs row for the same "
                 f"user and item); {names} take the prediction as 0 (no_recs='zero'). Use "
@@ -311,21 +332,39 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     pred = np.ascontiguousarray(pred, dtype=np.float64)
 
     range_given = prep.options.get("rating_range")
+    observed = prep.options.get("_observed_range")  # a shard: truth's range over every shard
     if range_given is not None:
         lo, hi = R.check_range(tuple(range_given))
+    elif observed is not None:
+        lo, hi = observed
     else:
         lo, hi = float(prep.t_rel.min()), float(prep.t_rel.max())
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
     global_sums: np.ndarray | None = None
     user_sums: np.ndarray | None = None
     for m in plan:
-        width = R.rating_width(lo, hi) if m.name == "nmae" else math.nan
+        width = math.nan
+        if m.name == "nmae":
+            if shard:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UndefinedMetricWarning)
+                    width = R.rating_width(lo, hi)
+            else:
+                width = R.rating_width(lo, hi)
         info: dict[str, Any] = {"rows": int(y.shape[0]), "missing_predictions": n_missing}
         if m.name == "nmae":
             info["rating_range"] = [lo, hi]
-        if y.shape[0] == 0:
+        if shard and m.get("average") == "rows":
+            # exact sums over every shard's rows; SS_tot needs the mean of all of them first
+            s_abs, s_sq, s_y = R.row_parts(y, pred)
+            ys, ns = np.unique(y, return_counts=True)
+            part.pending[m.canonical] = ("rating", (int(y.shape[0]), s_abs, s_sq, s_y, ys, ns))
+            details[m.canonical] = info
+            continue
+        if y.shape[0] == 0 and not shard:
             means[m.canonical] = math.nan
             _warn_nan(m.canonical, "no truth row has a predicted rating")
             details[m.canonical] = info
@@ -346,27 +385,32 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             values, undefined = R.values_from_sums(m.name, user_sums, width)
             defined = values[~np.isnan(values)]
             means[m.canonical] = math.fsum(defined) / defined.size if defined.size else math.nan
+            part.sums[m.canonical] = (defined, int(defined.size))
             info["users"] = int(np.count_nonzero(user_sums[:, 0] > 0))
             if m.name == "r2":
                 info["users_skipped"] = undefined
-                if undefined:
+                if undefined and not shard:
                     warnings.warn(
                         f"{m.canonical}: {undefined} user(s) have constant true ratings "
                         "(SS_tot = 0); their r2 is undefined (null) and left out of the mean.",
                         UndefinedMetricWarning,
                         stacklevel=4,
                     )
-            if math.isnan(means[m.canonical]) and not defined.size and m.name != "nmae":
+            if (
+                math.isnan(means[m.canonical])
+                and not defined.size
+                and m.name != "nmae"
+                and not shard
+            ):
                 _warn_nan(m.canonical, "no user has a defined value")
             columns[m.canonical] = values
         details[m.canonical] = info
 
-    per_user = None
     if columns:
         assert user_sums is not None
         rows = np.flatnonzero(user_sums[:, 0] > 0)
-        per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
-    return Part(means, per_user, details)
+        part.per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
+    return part
 
 
 def _raise_missing(prep: Prepared, missing: np.ndarray, names: str) -> None:

@@ -18,28 +18,31 @@ from numba import njit, prange
 
 from ._classification import as_scores, group_codes, same_length
 from ._errors import InputError, UndefinedMetricWarning
+from ._exact import CAP, grow, parts, round_expansion, total
 
 __all__ = ["mae", "mse", "nmae", "r2", "rmse"]
 
 
 @njit(cache=True, nogil=True)
 def _one_group(y: np.ndarray, p: np.ndarray, order: np.ndarray, lo: int, hi: int) -> tuple:  # type: ignore[type-arg]
-    """Sums of one group (rows ``order[lo:hi]``): |e|, e², and SS_tot (two passes)."""
-    s_abs = 0.0
-    s_sq = 0.0
-    s_y = 0.0
+    """Exactly rounded sums of one group (rows ``order[lo:hi]``): |e|, e², and SS_tot (two
+    passes), so no value depends on the order of the rows."""
+    buf = np.zeros((3, CAP), dtype=np.float64)
+    na = 0
+    nb = 0
+    ny = 0
     for r in range(lo, hi):
         i = order[r]
         e = y[i] - p[i]
-        s_abs += abs(e)
-        s_sq += e * e
-        s_y += y[i]
-    mean = s_y / (hi - lo) if hi > lo else 0.0
-    s_tot = 0.0
+        na = grow(buf[0], na, abs(e))
+        nb = grow(buf[1], nb, e * e)
+        ny = grow(buf[2], ny, y[i])
+    mean = round_expansion(buf[2], ny) / (hi - lo) if hi > lo else 0.0
+    nt = 0
     for r in range(lo, hi):
         d = y[order[r]] - mean
-        s_tot += d * d
-    return s_abs, s_sq, s_tot
+        nt = grow(buf[2], nt, d * d)
+    return round_expansion(buf[0], na), round_expansion(buf[1], nb), round_expansion(buf[2], nt)
 
 
 @njit(cache=True, parallel=True)
@@ -59,36 +62,24 @@ def _group_sums(offsets: np.ndarray, order: np.ndarray, y: np.ndarray, p: np.nda
 
 
 @njit(cache=True, parallel=True)
-def _chunk_sums(y: np.ndarray, p: np.ndarray, n_chunks: int) -> np.ndarray:
-    """Sums of |e|, e² and y over contiguous chunks (then SS_tot in a second pass)."""
+def _chunk_parts(y: np.ndarray, p: np.ndarray, n_chunks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Expansions of sum |e|, sum e² and sum y over contiguous chunks."""
     n = y.shape[0]
-    out = np.zeros((n_chunks, 3), dtype=np.float64)
+    buf = np.zeros((3, n_chunks, CAP), dtype=np.float64)
+    lens = np.zeros((3, n_chunks), dtype=np.int64)
     for c in prange(n_chunks):
-        a = 0.0
-        b = 0.0
-        s = 0.0
+        na = 0
+        nb = 0
+        ny = 0
         for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
             e = y[i] - p[i]
-            a += abs(e)
-            b += e * e
-            s += y[i]
-        out[c, 0] = a
-        out[c, 1] = b
-        out[c, 2] = s
-    return out
-
-
-@njit(cache=True, parallel=True)
-def _chunk_sstot(y: np.ndarray, mean: float, n_chunks: int) -> np.ndarray:
-    n = y.shape[0]
-    out = np.zeros(n_chunks, dtype=np.float64)
-    for c in prange(n_chunks):
-        acc = 0.0
-        for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
-            d = y[i] - mean
-            acc += d * d
-        out[c] = acc
-    return out
+            na = grow(buf[0, c], na, abs(e))
+            nb = grow(buf[1, c], nb, e * e)
+            ny = grow(buf[2, c], ny, y[i])
+        lens[0, c] = na
+        lens[1, c] = nb
+        lens[2, c] = ny
+    return buf, lens
 
 
 def _chunks(n: int) -> int:
@@ -97,20 +88,27 @@ def _chunks(n: int) -> int:
     return max(1, min(n // 8192, numba.get_num_threads() * 4))
 
 
-def global_sums(y: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """[rows, sum |e|, sum e², SS_tot] over all rows (exactly rounded sums of chunk sums)."""
-    k = _chunks(y.shape[0])
-    parts = _chunk_sums(y, p, k)
-    n = float(y.shape[0])
-    mean = math.fsum(parts[:, 2]) / n
-    return np.array(
-        [
-            n,
-            math.fsum(parts[:, 0]),
-            math.fsum(parts[:, 1]),
-            math.fsum(_chunk_sstot(y, mean, k)),
-        ]
+def row_parts(y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Expansions (:mod:`receval._exact`) of sum |e|, sum e² and sum y over the rows: exact,
+    so they merge across shards."""
+    buf, lens = _chunk_parts(y, p, _chunks(y.shape[0]))
+    return tuple(  # type: ignore[return-value]
+        np.concatenate([buf[j, c, : lens[j, c]] for c in range(lens.shape[1])]) for j in range(3)
     )
+
+
+def sums_from_parts(n: int, s_abs: np.ndarray, s_sq: np.ndarray, s_tot: np.ndarray) -> np.ndarray:
+    """``[rows, sum |e|, sum e², SS_tot]`` from row count and expansions, each rounded once."""
+    return np.array([float(n), total(s_abs), total(s_sq), total(s_tot)])
+
+
+def global_sums(y: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """[rows, sum |e|, sum e², SS_tot] over all rows, each sum exactly rounded (SS_tot around
+    the mean ``fsum(y) / n``), so no value depends on the order or the split of the rows."""
+    s_abs, s_sq, s_y = row_parts(y, p)
+    mean = total(s_y) / y.shape[0]
+    d = y - mean
+    return sums_from_parts(y.shape[0], s_abs, s_sq, parts(d * d))
 
 
 def group_sums(offsets: np.ndarray, order: np.ndarray, y: np.ndarray, p: np.ndarray) -> np.ndarray:

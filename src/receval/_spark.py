@@ -1,0 +1,655 @@
+"""The Spark engine: :func:`receval.evaluate` on data past one machine (``receval[spark]``).
+
+Spark moves the data; the local engine computes (:mod:`receval._shard`):
+
+1. truth and recs rows, tagged by side and numbered in the DataFrames' own order, are
+   shuffled by user (``repartition``) so each partition holds every row of its users;
+2. ``mapInArrow`` runs :func:`receval._shard.run_shard` on each partition: the local
+   kernels, one pass; it returns per-user rows, a small pickled record of exact sums and
+   counts, and the rows that global metrics still need (scored rows, item exposure, true
+   ratings);
+3. global metrics are finished by exact distributed algorithms: ``auc`` and
+   ``average_precision`` by a range partition over scores (exact pair counts inside each
+   range, combined across ranges by their order), exposure by ``groupBy`` over items and then
+   over exposure counts (a histogram), R²'s SS_tot by ``groupBy`` over true ratings; train
+   popularity by ``groupBy(item)`` over train's distinct (user, item) pairs;
+4. the driver merges it all with :class:`receval._shard.Merger`: the same Result as the
+   local engine, to the last bit.
+
+Only the DataFrame API is used (no RDD, no ``pyspark.mllib``), so a Spark Connect session
+works too. pyspark is imported inside the functions here, never by ``import receval``.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from ._errors import EngineError, InputError, MetricError, RecevalError
+from ._io import read_table
+from ._layout import check_frame, unify_ids
+from ._result import Result
+from ._shard import (
+    Merger,
+    ShardSpec,
+    above_counts,
+    ap_partition,
+    combine_scored,
+    per_user_metrics,
+    run_shard,
+    scored_partition,
+    spec_of,
+    sstot_parts,
+)
+
+__all__ = ["EngineError", "check_executors", "evaluate_spark", "is_spark_frame", "session"]
+
+_KIND_USER, _KIND_STATS, _KIND_SCORED, _KIND_EXPOSURE, _KIND_RATING = 0, 1, 2, 3, 4
+_MARK = re.compile(r"\[receval:(\w+)\](.*?)\[/receval\]", re.DOTALL)
+_NOTE = (
+    "\n(raised on a Spark executor while evaluating one shard of users; row numbers count "
+    "rows within that shard)"
+)
+_checked: set[int] = set()
+
+
+def _pyspark() -> Any:
+    try:
+        import pyspark
+        from pyspark.sql import SparkSession  # noqa: F401 - checks the SQL module imports
+    except ImportError as exc:
+        msg = (
+            f"the Spark engine needs pyspark, which cannot be imported ({exc}); install it "
+            'with pip install "receval[spark]" (and Java 17 for a local Spark).'
+        )
+        raise EngineError(msg) from None
+    return pyspark
+
+
+def is_spark_frame(obj: object) -> bool:
+    """True for a pyspark DataFrame, classic or Spark Connect (without importing pyspark)."""
+    cls = type(obj)
+    return cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame"
+
+
+def session(master: str = "local[*]", **conf: str) -> Any:
+    """A SparkSession: the active one, else a new one on ``master`` (``sc://...``: Spark
+    Connect). Local workers run this Python (``PYSPARK_PYTHON``, when unset) and the UI is
+    off unless ``conf`` says otherwise."""
+    _pyspark()
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("sc://"):
+        builder = SparkSession.builder.remote(master)
+    else:
+        active = SparkSession.getActiveSession()
+        if active is not None and not conf:
+            return active
+        builder = (
+            SparkSession.builder.master(master)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+        )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _import_on_executor(module: str) -> Any:
+    def check(batches: Iterator[Any]) -> Iterator[Any]:  # runs on an executor
+        import importlib
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        mod = importlib.import_module(module)
+        version = str(getattr(mod, "__version__", ""))
+        yield pa.RecordBatch.from_pydict({"version": [version]})
+
+    return check
+
+
+def check_executors(spark: Any, module: str = "receval") -> None:
+    """Run a one-row job that imports ``module`` on an executor; :class:`EngineError` when
+    it cannot, or when the executors' receval is another version than the driver's."""
+    from . import __version__
+
+    frame = spark.range(1).mapInArrow(_import_on_executor(module), "version string")
+    try:
+        rows = frame.collect()
+    except Exception as exc:
+        text = str(exc)
+        if "ModuleNotFoundError" in text or "No module named" in text or "ImportError" in text:
+            found = re.search(r"((?:ModuleNotFound|Import)Error: [^\n]*)", text)
+            msg = (
+                f"the Spark executors cannot import {module!r} "
+                f"({found.group(1) if found else 'import failed'}). Install receval "
+                f"{__version__} in the executors' Python (pip install on every node, or ship "
+                "a packed environment with spark.archives and point PYSPARK_PYTHON at it)."
+            )
+            raise EngineError(msg) from None
+        raise
+    if module == "receval" and rows and rows[0][0] != __version__:
+        msg = (
+            f"the Spark executors run receval {rows[0][0]} but the driver runs {__version__}; "
+            "install the same version on both."
+        )
+        raise EngineError(msg)
+
+
+@contextmanager
+def _executor_errors() -> Iterator[None]:
+    """Turn a receval error raised on an executor back into itself, on the driver."""
+    try:
+        yield
+    except RecevalError:
+        raise
+    except Exception as exc:
+        found = _MARK.search(str(exc))
+        if found is None:
+            raise
+        kind, text = found.group(1), found.group(2)
+        cls = {"MetricError": MetricError, "EngineError": EngineError}.get(kind, InputError)
+        raise cls(text + _NOTE) from None
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def _as_spark(spark: Any, data: Any, role: str, cols: dict[str, str]) -> Any:
+    """A Spark DataFrame of ``data``: as is, read by Spark (Parquet, CSV/TSV paths), or made
+    from a local source (frames, dicts, TREC files) by the local reader."""
+    if is_spark_frame(data):
+        return data
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        suffix = path.suffix.lower()
+        if path.is_dir() or suffix in (".parquet", ".pq"):
+            return spark.read.parquet(str(path))
+        if suffix in (".csv", ".tsv"):
+            sep = "\t" if suffix == ".tsv" else ","
+            return spark.read.csv(str(path), header=True, inferSchema=True, sep=sep)
+    frame = read_table(data, role, **cols)  # type: ignore[arg-type]
+    return spark.createDataFrame(frame.to_arrow())
+
+
+_POLARS_OF = {
+    "LongType": pl.Int64, "IntegerType": pl.Int32, "ShortType": pl.Int16, "ByteType": pl.Int8,
+    "StringType": pl.String, "DoubleType": pl.Float64, "FloatType": pl.Float32,
+    "BooleanType": pl.Boolean, "DecimalType": pl.Float64, "VarcharType": pl.String,
+    "CharType": pl.String,
+}  # fmt: skip
+
+
+def _empty_like(frame: Any) -> pl.DataFrame:
+    """A 0-row Polars frame with the Spark frame's columns and matching types, for the local
+    engine's column and type checks (identical messages)."""
+    columns = {}
+    for f in frame.schema.fields:
+        name = type(f.dataType).__name__
+        columns[f.name] = pl.Series(f.name, [], dtype=_POLARS_OF.get(name, pl.Object))
+    return pl.DataFrame(columns)
+
+
+def _arrow_type(polars_type: Any) -> Any:
+    import pyarrow as pa
+
+    return {
+        pl.Int64: pa.int64(), pl.Int32: pa.int32(), pl.Int16: pa.int16(), pl.Int8: pa.int8(),
+        pl.String: pa.string(),
+    }[polars_type]  # fmt: skip
+
+
+def _spark_type(polars_type: Any) -> str:
+    return {pl.Int64: "bigint", pl.Int32: "int", pl.Int16: "smallint", pl.Int8: "tinyint",
+            pl.String: "string"}[polars_type]  # fmt: skip
+
+
+# ------------------------------------------------------------------------ on executors
+
+
+def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -> Any:
+    """The function ``mapInArrow`` runs on each partition of users (see the module doc)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import numba
+        import pyarrow as pa
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        rows = pl.from_arrow(table)
+        assert isinstance(rows, pl.DataFrame)
+        rows = rows.sort("__row")
+        names = {"__u": spec.user_col, "__i": spec.item_col}
+        truth = rows.filter(pl.col("__side") == 0).select(
+            pl.col("__u").alias(spec.user_col), pl.col("__i").alias(spec.item_col),
+            pl.col("__v").alias(spec.relevance_col),
+        )  # fmt: skip
+        recs = rows.filter(pl.col("__side") == 1).select(
+            *[pl.col(k).alias(v) for k, v in names.items()], pl.col("__v").alias(spec.order_col)
+        )
+        try:
+            out = run_shard(spec, truth, recs)
+        except RecevalError as exc:  # marked, so the driver raises it again as itself
+            raise RuntimeError(f"[receval:{type(exc).__name__}]{exc}[/receval]") from None
+        yield from _output_batches(spec, out, user_type, n_metrics)
+
+    return run
+
+
+def _output_schema(user_type: Any, n_metrics: int) -> tuple[Any, str]:
+    import pyarrow as pa
+
+    fields = [("kind", pa.int8()), ("u", _arrow_type(user_type))]
+    fields += [(f"m{j}", pa.float64()) for j in range(n_metrics)]
+    fields += [("blob", pa.binary()), ("s", pa.float64()), ("b", pa.int64()),
+               ("k", pa.int32()), ("code", pa.int64()), ("absent", pa.int64())]  # fmt: skip
+    spark_types = [("kind", "tinyint"), ("u", _spark_type(user_type))]
+    spark_types += [(f"m{j}", "double") for j in range(n_metrics)]
+    spark_types += [("blob", "binary"), ("s", "double"), ("b", "bigint"), ("k", "int")]
+    spark_types += [("code", "bigint"), ("absent", "bigint")]
+    ddl = ", ".join(f"{name} {t}" for name, t in spark_types)
+    return pa.schema(fields), ddl
+
+
+def _output_batches(spec: ShardSpec, out: Any, user_type: Any, n_metrics: int) -> Iterator[Any]:
+    import pyarrow as pa
+
+    schema, _ = _output_schema(user_type, n_metrics)
+
+    def batch(n: int, **cols: Any) -> Any:
+        arrays = []
+        for f in schema:
+            if f.name == "kind":
+                arrays.append(pa.array(np.full(n, cols["kind"], dtype=np.int8)))
+            elif f.name in cols:
+                arrays.append(pa.array(cols[f.name], type=f.type))
+            else:
+                arrays.append(pa.nulls(n, type=f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    frame = out.per_user
+    if frame.height:
+        cols = {"u": frame[spec.user_col].to_arrow()}
+        for j, name in enumerate(frame.columns[1:]):
+            cols[f"m{j}"] = frame[name].to_arrow()  # nulls stay null
+        yield batch(frame.height, kind=_KIND_USER, **cols)
+    yield batch(1, kind=_KIND_STATS, blob=[pickle.dumps(out.stats, protocol=5)])
+    if out.scored is not None and out.scored[0].size:
+        scores, bits = out.scored
+        yield batch(scores.size, kind=_KIND_SCORED, s=scores, b=bits)
+    ks = _k_list(spec)
+    for k, (codes, counts, absent) in out.exposure.items():
+        if codes.size:
+            index = np.full(codes.size, ks.index(k), dtype=np.int32)
+            yield batch(codes.size, kind=_KIND_EXPOSURE, k=index, code=codes, b=counts,
+                        absent=absent)  # fmt: skip
+    if out.ratings is not None and out.ratings[0].size:
+        ys, ns = out.ratings
+        yield batch(ys.size, kind=_KIND_RATING, s=ys, b=ns.astype(np.int64))
+
+
+def _k_list(spec: ShardSpec) -> list[int | None]:
+    ks: list[int | None] = []
+    for m in spec.plan:
+        if m.spec.family == "beyond" and m.k not in ks:
+            ks.append(m.k)
+    return ks
+
+
+def _range_stats(n_thr: int) -> Any:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        scores = table.column("s").to_numpy()
+        bits = table.column("b").to_numpy()
+        stats = scored_partition(np.ascontiguousarray(scores), np.ascontiguousarray(bits), n_thr)
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(stats, protocol=5)]})
+
+    return run
+
+
+def _range_ap(n_thr: int, above: dict[float, list[tuple[int, int]]]) -> Any:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        scores = np.ascontiguousarray(table.column("s").to_numpy())
+        bits = np.ascontiguousarray(table.column("b").to_numpy())
+        before = above[float(scores.min())]
+        out = [ap_partition(scores, bits, j, before[j]) for j in range(n_thr)]
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(out, protocol=5)]})
+
+    return run
+
+
+def _sstot_task(mean: float) -> Any:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        ys = table.column("s").to_numpy()
+        ns = table.column("n").to_numpy()
+        out = sstot_parts(ys, ns, mean)
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(out, protocol=5)]})
+
+    return run
+
+
+# ------------------------------------------------------------------------------ driver
+
+
+def evaluate_spark(
+    truth: Any,
+    recs: Any,
+    metrics: Any,
+    *,
+    spark: Any = None,
+    partitions: int | None = None,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: Any = "expected",
+    relevance_threshold: float = 1,
+    no_recs: Any = "zero",
+    train: Any = None,
+    items: Any = None,
+    item_features: Any = None,
+    rating_range: tuple[float, float] | None = None,
+) -> Result:
+    """:func:`receval.evaluate` with Spark (see the module doc); same arguments and Result.
+
+    ``spark``: the session (default: that of a Spark DataFrame input, the active one, or a
+    local one); ``partitions``: how many user shards (default: Spark's adaptive choice).
+    """
+    _pyspark()
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if spark is None:
+        for data in (recs, truth):
+            if is_spark_frame(data):
+                spark = data.sparkSession
+                break
+        else:
+            spark = session()
+    if id(spark) not in _checked:
+        check_executors(spark)
+        _checked.add(id(spark))
+    order_col = rank_col if rank_col is not None else score_col
+    rel_name = relevance_col or "relevance"
+    cols = {"user_col": user_col, "item_col": item_col}
+    t = _as_spark(spark, truth, "truth", {**cols, "value_col": rel_name})
+    r = _as_spark(spark, recs, "recs", {**cols, "value_col": order_col})
+    has_relevance = relevance_col is not None or rel_name in t.columns
+    if not has_relevance and user_col in t.columns and item_col in t.columns:
+        t = t.select(user_col, item_col).withColumn(rel_name, F.lit(1.0))
+    spec = spec_of(
+        metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, has_relevance=has_relevance, ties=ties,
+        relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+    )  # fmt: skip
+    plan = spec.plan
+    t_empty, r_empty = _empty_like(t), _empty_like(r)
+    _check_columns(t_empty, r_empty, spec)
+    for frame, role in ((t, "truth"), (r, "recs")):
+        if frame.limit(1).count() == 0:
+            msg = f"{role} is empty (0 rows); expected at least one row."
+            raise InputError(msg)
+    t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
+    t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
+    user_type = t_empty.schema[user_col]
+    item_type = t_empty.schema[item_col]
+    t = t.select(
+        F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
+        F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
+        F.col(rel_name).cast("double").alias("__v"),
+    )
+    r = r.select(
+        F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
+        F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
+        F.col(order_col).cast("double").alias("__v"),
+    )
+    options = {"train": train, "items": items, "item_features": item_features,
+               "rating_range": rating_range}  # fmt: skip
+    with _executor_errors():
+        context = _context(spark, plan, options, spec, t, r, item_type)
+    spec = ShardSpec(**{**spec.__dict__, "options": context})
+
+    rows = (
+        t.withColumn("__side", F.lit(0).cast("tinyint"))
+        .withColumn("__row", F.monotonically_increasing_id())
+        .unionByName(
+            r.withColumn("__side", F.lit(1).cast("tinyint")).withColumn(
+                "__row", F.monotonically_increasing_id()
+            )
+        )
+    )
+    shuffled = rows.repartition(partitions, "__u") if partitions else rows.repartition("__u")
+    columns = per_user_metrics(plan)
+    _, ddl = _output_schema(user_type, len(columns))
+    threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
+    out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with _executor_errors():
+            return _finish(spark, spec, out, columns, user_type, partitions)
+    finally:
+        out.unpersist()
+
+
+def _check_columns(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> None:
+    ids = [spec.user_col, spec.item_col]
+    check_frame(
+        t, "truth", id_cols=ids, value_col=spec.relevance_col, value_name="relevance",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).", allow_empty=True,
+    )  # fmt: skip
+    check_frame(
+        r, "recs", id_cols=ids, value_col=spec.order_col,
+        value_name="rank" if spec.by_rank else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
+        allow_empty=True,
+    )  # fmt: skip
+
+
+def _collect_polars(frame: Any) -> pl.DataFrame:
+    if hasattr(frame, "toArrow"):
+        out = pl.from_arrow(frame.toArrow())
+    else:  # pyspark < 4
+        out = pl.from_pandas(frame.toPandas())
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def _finish(
+    spark: Any,
+    spec: ShardSpec,
+    out: Any,
+    columns: list[str],
+    user_type: Any,
+    partitions: int | None,
+) -> Result:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    merger = Merger(spec)
+    for row in out.filter(F.col("kind") == _KIND_STATS).select("blob").collect():
+        merger.add(pickle.loads(row[0]))
+
+    user_col = spec.user_col
+    picked = [F.col("u").alias(user_col)] + [
+        F.col(f"m{j}").alias(name) for j, name in enumerate(columns)
+    ]
+    per_user = _collect_polars(out.filter(F.col("kind") == _KIND_USER).select(*picked))
+    per_user = per_user.with_columns(pl.col(user_col).cast(user_type)).sort(user_col)
+    if not columns:
+        per_user = pl.DataFrame({user_col: pl.Series(user_col, [], dtype=user_type)})
+
+    n_thr = len(spec.thresholds())
+    scored = ap = None
+    if n_thr:
+        n_ranges = partitions or int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
+        ranged = (
+            out.filter(F.col("kind") == _KIND_SCORED)
+            .select("s", "b")
+            .repartitionByRange(n_ranges, "s")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        try:
+            blobs = ranged.mapInArrow(_range_stats(n_thr), "blob binary").collect()
+            stats = [pickle.loads(b[0]) for b in blobs]
+            scored = combine_scored(stats, n_thr)
+            above = above_counts(stats, n_thr)
+            found = ranged.mapInArrow(_range_ap(n_thr, above), "blob binary").collect()
+            pieces = [pickle.loads(b[0]) for b in found]
+            ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(n_thr)]
+        finally:
+            ranged.unpersist()
+
+    exposure: dict[int | None, tuple[np.ndarray, np.ndarray, int]] = {}
+    ks = _k_list(spec)
+    if any(m.spec.family == "beyond" for m in spec.plan):
+        per_item = (
+            out.filter(F.col("kind") == _KIND_EXPOSURE)
+            .groupBy("k", "code")
+            .agg(F.sum("b").alias("n"), F.max("absent").alias("absent"))
+        )
+        hist = _collect_polars(
+            per_item.groupBy("k", "n").agg(
+                F.count(F.lit(1)).alias("items"), F.sum("absent").alias("absent")
+            )
+        )
+        for index, k in enumerate(ks):
+            h = hist.filter(pl.col("k") == index).sort("n")
+            exposure[k] = (
+                h["n"].to_numpy().astype(np.int64),
+                h["items"].to_numpy().astype(np.int64),
+                int(h["absent"].sum() or 0),
+            )
+
+    sstot = None
+    if merger.rating is not None:
+        ratings = out.filter(F.col("kind") == _KIND_RATING).groupBy("s").agg(F.sum("b").alias("n"))
+        blobs = ratings.mapInArrow(_sstot_task(merger.rating_mean()), "blob binary").collect()
+        sstot = np.concatenate([np.zeros(0)] + [pickle.loads(b[0]) for b in blobs])
+    return merger.result(per_user, scored, ap, exposure, sstot)
+
+
+# ------------------------------------------------------------------------- the context
+
+
+def _context(
+    spark: Any,
+    plan: tuple[Any, ...],
+    options: dict[str, Any],
+    spec: ShardSpec,
+    t: Any,
+    r: Any,
+    item_type: Any,
+) -> dict[str, Any]:
+    """The shards' global context, by Spark where the data lives there (see
+    :func:`receval._shard.build_context` for the local equivalent)."""
+    from pyspark.sql import functions as F
+
+    from . import _beyond as B
+
+    out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
+    names = {m.name for m in plan}
+    if "nmae" in names and options.get("rating_range") is None:
+        lo, hi = t.agg(F.min("__v"), F.max("__v")).collect()[0]
+        out["_observed_range"] = (float(lo), float(hi))
+    beyond = tuple(m for m in plan if m.spec.family == "beyond")
+    if not beyond:
+        return out
+    B._check_inputs(beyond, options)
+    user_col, item_col = spec.user_col, spec.item_col
+    kind = pl.String if item_type == pl.String else pl.Int64
+    train = options.get("train")
+    train_items = None
+    if train is not None and is_spark_frame(train):
+        train_frame = _spark_train(train, user_col, item_col, item_type)
+        pairs = train_frame.persist()
+        try:
+            per_item = _collect_polars(pairs.groupBy("__i").agg(F.count(F.lit(1)).alias("n")))
+            n_users = pairs.select("__u").distinct().count()
+            per_item = per_item.select(
+                pl.col("__i").cast(kind).alias(item_col), pl.col("n").cast(pl.Int64)
+            ).sort(item_col)
+            out["_popularity"] = (per_item, int(n_users))
+            train_items = per_item[item_col]
+        finally:
+            pairs.unpersist()
+    elif train is not None:
+        local = B.read_train(train, user_col, item_col, kind)
+        assert local is not None
+        out["_popularity"] = B.train_popularity(local, user_col, item_col)
+        train_items = out["_popularity"][0][item_col]
+    items = options.get("items")
+    if items is not None:
+        if is_spark_frame(items):
+            items = _collect_polars(items)
+        frame = B.read_items(items, user_col, item_col, kind)
+        out["items"] = frame
+    else:
+        union = t.select("__i").unionByName(r.select("__i")).distinct()
+        ids = _collect_polars(union)["__i"].cast(kind).alias(item_col)
+        parts_ = [ids] if train_items is None else [ids, train_items]
+        catalog = pl.concat(parts_).unique().sort()
+        out["_catalog"] = catalog
+        out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
+    return out
+
+
+def _spark_train(train: Any, user_col: str, item_col: str, item_type: Any) -> Any:
+    """Train's distinct (user, item) pairs as ``__u, __i``, checked as the local reader does."""
+    from pyspark.sql import functions as F
+
+    for col in (user_col, item_col):
+        if col not in train.columns:
+            msg = (
+                f"train is missing column {col!r} (columns found: {train.columns}); pass "
+                "user_col= / item_col= to name the id columns."
+            )
+            raise InputError(msg)
+    empty = _empty_like(train)
+    t_type = empty.schema[item_col]
+    if (t_type == pl.String) != (item_type == pl.String) or not (
+        t_type == pl.String or t_type.is_integer()
+    ):
+        recs_type = "strings" if item_type == pl.String else "integers"
+        msg = (
+            f"item ids of train and recs have different types: train column {item_col!r} is "
+            f"{t_type}, recs column {item_col!r} holds {recs_type}; expected both integers or "
+            f"both strings. Convert one side, e.g. pl.col({item_col!r}).cast(pl.String)."
+        )
+        raise InputError(msg)
+    nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
+    bad = nulls.limit(5).collect()
+    if bad:
+        shown = "\n".join(f"  {row.asDict()}" for row in bad)
+        msg = f"train has null value(s) in {user_col!r} or {item_col!r}; expected none:\n{shown}"
+        raise InputError(msg)
+    return train.select(F.col(user_col).alias("__u"), F.col(item_col).alias("__i")).distinct()
