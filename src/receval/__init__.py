@@ -50,7 +50,7 @@ from ._rating import mae, mse, nmae, r2, rmse
 from ._registry import Metric, MetricSpec, Param, list_metrics, parse_metric
 from ._result import Counts, Result
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = [
     "Comparison",

@@ -139,7 +139,11 @@ def parts(values: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.float64)
     if not np.isfinite(v).all():
         return np.array([float(v.sum())])
-    return _collect(*_parts(v, _chunks(v.size)))
+    n_chunks = _chunks(v.size)
+    if n_chunks == 1:  # no thread launch for small inputs (a shard's few users)
+        buf = np.zeros(CAP, dtype=np.float64)
+        return buf[: _chunk_parts(v, 0, v.size, buf)].copy()
+    return _collect(*_parts(v, n_chunks))
 
 
 def parts_weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -309,7 +309,10 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     match = prep.t_match
     missing = match < 0
     n_missing = int(np.count_nonzero(missing))
-    pred = np.where(missing, 0.0, prep.r_score[np.where(missing, 0, match)])
+    if prep.r_score.shape[0]:
+        pred = np.where(missing, 0.0, prep.r_score[np.where(missing, 0, match)])
+    else:  # a shard of users without any recs row
+        pred = np.zeros(match.shape[0], dtype=np.float64)
     user_of_row = np.repeat(
         np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
     )

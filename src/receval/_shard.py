@@ -186,6 +186,7 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     ).with_columns(pl.col(spec.user_col).cast(user_type))
 
     stats: dict[str, Any] = {
+        "rows": [truth.height, recs.height],
         "counts": [
             prep.counts.evaluated, prep.counts.no_recs, prep.counts.no_relevant,
             prep.counts.recs_not_in_truth,
@@ -313,6 +314,7 @@ class Merger:
         self.spec = spec
         self.plan = spec.plan
         self.counts = [0, 0, 0, 0]
+        self.rows = [0, 0]  # truth and recs rows seen by the shards
         self.details: dict[str, dict[str, Any]] = {}
         self.sums: dict[str, list[Any]] = {}
         self.logloss: dict[str, list[Any]] = {}
@@ -320,6 +322,7 @@ class Merger:
 
     def add(self, stats: dict[str, Any]) -> None:
         self.counts = [a + b for a, b in zip(self.counts, stats["counts"], strict=True)]
+        self.rows = [a + b for a, b in zip(self.rows, stats["rows"], strict=True)]
         for name, info in stats["details"].items():
             into = self.details.setdefault(name, {})
             for key, value in info.items():

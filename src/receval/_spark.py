@@ -414,10 +414,6 @@ def evaluate_spark(
     plan = spec.plan
     t_empty, r_empty = _empty_like(t), _empty_like(r)
     _check_columns(t_empty, r_empty, spec)
-    for frame, role in ((t, "truth"), (r, "recs")):
-        if frame.limit(1).count() == 0:
-            msg = f"{role} is empty (0 rows); expected at least one row."
-            raise InputError(msg)
     t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
@@ -452,12 +448,18 @@ def evaluate_spark(
     _, ddl = _output_schema(user_type, len(columns))
     threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
-    out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    global_rows = spec.thresholds() or any(
+        m.spec.family == "beyond" or (m.spec.family == "rating" and m.get("average") == "rows")
+        for m in plan
+    )
+    if global_rows:  # read more than once: computed once
+        out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _executor_errors():
             return _finish(spark, spec, out, columns, user_type, partitions)
     finally:
-        out.unpersist()
+        if global_rows:
+            out.unpersist()
 
 
 def _check_columns(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> None:
@@ -495,15 +497,20 @@ def _finish(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    merger = Merger(spec)
-    for row in out.filter(F.col("kind") == _KIND_STATS).select("blob").collect():
-        merger.add(pickle.loads(row[0]))
-
     user_col = spec.user_col
-    picked = [F.col("u").alias(user_col)] + [
+    picked = ["kind", "blob", F.col("u").alias(user_col)] + [
         F.col(f"m{j}").alias(name) for j, name in enumerate(columns)
     ]
-    per_user = _collect_polars(out.filter(F.col("kind") == _KIND_USER).select(*picked))
+    # one job brings back the per-user rows and the shards' records
+    local = _collect_polars(out.filter(F.col("kind") <= _KIND_STATS).select(*picked))
+    merger = Merger(spec)
+    for blob in local.filter(pl.col("kind") == _KIND_STATS)["blob"]:
+        merger.add(pickle.loads(blob))
+    for side, rows in (("truth", merger.rows[0]), ("recs", merger.rows[1])):
+        if rows == 0:
+            msg = f"{side} is empty (0 rows); expected at least one row."
+            raise InputError(msg)
+    per_user = local.filter(pl.col("kind") == _KIND_USER).drop("kind", "blob")
     per_user = per_user.with_columns(pl.col(user_col).cast(user_type)).sort(user_col)
     if not columns:
         per_user = pl.DataFrame({user_col: pl.Series(user_col, [], dtype=user_type)})

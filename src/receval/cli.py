@@ -68,6 +68,13 @@ class Format(StrEnum):
     csv = "csv"
 
 
+class Engine(StrEnum):
+    """Where ``receval evaluate`` runs (``auto`` is for Python callers holding DataFrames)."""
+
+    local = "local"
+    spark = "spark"
+
+
 class FamilyName(StrEnum):
     """Metric families (see MetricSpec.family)."""
 
@@ -144,6 +151,28 @@ def evaluate_cmd(
     items: ItemsOpt = None,
     item_features: ItemFeaturesOpt = None,
     rating_range: RatingRangeOpt = None,
+    engine: Annotated[
+        Engine,
+        typer.Option(
+            help="local (Polars and Numba in this process) or spark (Spark reads the "
+            "files and evaluates users in shards; same results)."
+        ),
+    ] = Engine.local,
+    spark_master: Annotated[
+        str | None,
+        typer.Option(
+            help="Spark master for --engine spark, e.g. local[4] or spark://host:7077; "
+            "sc://host:15002 connects through Spark Connect \\[default: local[*]]."
+        ),
+    ] = None,
+    partitions: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="User shards for --engine spark \\[default: the session's "
+            "spark.sql.shuffle.partitions].",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate recommendations against truth and print the metrics."""
     flags: dict[str, Any] = {
@@ -174,6 +203,7 @@ def evaluate_cmd(
             msg = f"format must be one of table, json, csv; got {fmt_value!r}."
             raise InputError(msg) from None
         out_path = settings.pop("per_user")
+        settings.update(_engine_options(engine, spark_master, partitions))
         start = time.perf_counter()
         res = evaluate(
             settings.pop("truth"), settings.pop("recs"), settings.pop("metrics"), **settings
@@ -184,6 +214,32 @@ def evaluate_cmd(
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
     _print_result(res, out_format, seconds)
+
+
+def _engine_options(engine: Engine, master: str | None, partitions: int | None) -> dict[str, Any]:
+    """evaluate's engine keywords; with ``spark``, the session (pyspark is imported here only)."""
+    if engine is Engine.local:
+        if master is not None or partitions is not None:
+            msg = "--spark-master and --partitions need --engine spark."
+            raise InputError(msg)
+        return {}
+    master = master or "local[*]"
+    try:
+        from . import _spark
+
+        if master.startswith("sc://"):
+            from pyspark.sql import SparkSession
+
+            spark = SparkSession.builder.remote(master).getOrCreate()
+        else:
+            spark = _spark.session(master)
+    except ImportError as exc:
+        msg = (
+            f"--engine spark needs pyspark ({exc}): pip install 'receval[spark]' (Spark also "
+            "needs Java 17 on the machine)."
+        )
+        raise RecevalError(msg) from None
+    return {"engine": "spark", "spark": spark, "partitions": partitions}
 
 
 @app.command("metrics")

@@ -1,0 +1,79 @@
+"""The Spark engine over Spark Connect: a local Connect server, DataFrames of the Connect
+client, and the same Result as the local engine (the engine uses the DataFrame API only).
+
+Runs in a subprocess: a local Connect server starts its own Spark in the process that asks
+for it, which must not meet the classic session of tests/test_spark.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import math, os, sys, warnings
+    warnings.simplefilter("ignore")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    from polars.testing import assert_frame_equal
+    import receval
+    from receval import datasets as D
+
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.shuffle.partitions", "3")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+    data = D.make_interactions(150, n_items=80, n_recs=15, seed=4)
+    train = D.make_train(150, n_items=80, seed=5)
+    ts = spark.createDataFrame(data.truth.to_pandas()).repartition(4)
+    rs = spark.createDataFrame(data.recs.to_pandas()).repartition(4)
+    trs = spark.createDataFrame(train.to_pandas()).repartition(2)
+    assert type(ts).__module__.startswith("pyspark.sql.connect"), type(ts)
+    metrics = ["ndcg@10", "recall(average=micro)@20", "auc", "average_precision", "gauc",
+               "coverage@10", "gini@10", "entropy@10", "novelty@10"]
+    local = receval.evaluate(data.truth, data.recs, metrics, train=train)
+    remote = receval.evaluate(ts, rs, metrics, train=trs, partitions=3)
+    assert list(local.means) == list(remote.means)
+    for name, value in local.means.items():
+        assert value == remote.means[name], (name, value, remote.means[name])
+    assert_frame_equal(local.per_user, remote.per_user, check_exact=True)
+    assert local.counts == remote.counts
+    assert local.details == remote.details
+    try:
+        receval.evaluate(ts.drop("score"), rs.drop("score"), ["ndcg@10"])
+    except receval.InputError as exc:
+        assert "recs is missing column 'score'" in str(exc), exc
+    else:
+        raise AssertionError("a missing column must raise")
+    from pyspark.sql import functions as F
+    first = data.recs.row(0, named=True)
+    nan_at_first = (F.col("user") == first["user"]) & (F.col("item") == first["item"])
+    bad = rs.withColumn(
+        "score", F.when(nan_at_first, F.lit(float("nan"))).otherwise(F.col("score"))
+    )
+    try:
+        receval.evaluate(ts, bad, ["ndcg@10"])
+    except receval.InputError as exc:
+        assert "NaN value(s) in column 'score'" in str(exc), exc
+        assert "Spark executor" in str(exc), exc
+    else:
+        raise AssertionError("a NaN score must raise")
+    print("CONNECT-OK")
+    spark.stop()
+    """
+)
+
+
+def test_spark_connect_equals_local_engine() -> None:
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "CONNECT-OK" in done.stdout
