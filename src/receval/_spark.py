@@ -227,12 +227,15 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
         import pyarrow as pa
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
-        table = pa.Table.from_batches(list(batches))
+        received = list(batches)
+        if not received:  # an empty partition (more ranges than distinct scores, ...)
+            return
+        table = pa.Table.from_batches(received)
         if table.num_rows == 0:
             return
         rows = pl.from_arrow(table)
         assert isinstance(rows, pl.DataFrame)
-        rows = rows.sort("__row")
+        rows = rows.sort("__u", "__row")  # grouped by user, in input order within a user
         names = {"__u": spec.user_col, "__i": spec.item_col}
         truth = rows.filter(pl.col("__side") == 0).select(
             pl.col("__u").alias(spec.user_col), pl.col("__i").alias(spec.item_col),
@@ -314,7 +317,10 @@ def _range_stats(n_thr: int) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        table = pa.Table.from_batches(list(batches))
+        received = list(batches)
+        if not received:  # an empty partition (more ranges than distinct scores, ...)
+            return
+        table = pa.Table.from_batches(received)
         if table.num_rows == 0:
             return
         scores = table.column("s").to_numpy()
@@ -329,7 +335,10 @@ def _range_ap(n_thr: int, above: dict[float, list[tuple[int, int]]]) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        table = pa.Table.from_batches(list(batches))
+        received = list(batches)
+        if not received:  # an empty partition (more ranges than distinct scores, ...)
+            return
+        table = pa.Table.from_batches(received)
         if table.num_rows == 0:
             return
         scores = np.ascontiguousarray(table.column("s").to_numpy())
@@ -345,7 +354,10 @@ def _sstot_task(mean: float) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        table = pa.Table.from_batches(list(batches))
+        received = list(batches)
+        if not received:  # an empty partition (more ranges than distinct scores, ...)
+            return
+        table = pa.Table.from_batches(received)
         if table.num_rows == 0:
             return
         ys = table.column("s").to_numpy()
