@@ -394,7 +394,8 @@ def evaluate_spark(
     """:func:`receval.evaluate` with Spark (see the module doc); same arguments and Result.
 
     ``spark``: the session (default: that of a Spark DataFrame input, the active one, or a
-    local one); ``partitions``: how many user shards (default: Spark's adaptive choice).
+    local one); ``partitions``: how many user shards (default: about 2 million rows each, at
+    most ``spark.sql.shuffle.partitions``).
     """
     _pyspark()
     from pyspark import StorageLevel
@@ -455,7 +456,9 @@ def evaluate_spark(
             )
         )
     )
-    shuffled = rows.repartition(partitions, "__u") if partitions else rows.repartition("__u")
+    if not partitions:
+        partitions = _default_partitions(spark, t, r)
+    shuffled = rows.repartition(partitions, "__u")
     columns = per_user_metrics(plan)
     _, ddl = _output_schema(user_type, len(columns))
     threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
@@ -472,6 +475,19 @@ def evaluate_spark(
     finally:
         if global_rows:
             out.unpersist()
+
+
+ROWS_PER_SHARD = 2_000_000
+
+
+def _default_partitions(spark: Any, truth: Any, recs: Any) -> int:
+    """About ``ROWS_PER_SHARD`` rows per shard (a task's fixed cost, a Python worker and Arrow
+    transfers, stays small next to its rows), at most ``spark.sql.shuffle.partitions``.
+    Counting reads the inputs once more: cheap for files, and why an input computed by a long
+    pipeline is best cached (or ``partitions=`` given)."""
+    rows = int(truth.count()) + int(recs.count())
+    most = int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200)
+    return max(1, min(most, -(-rows // ROWS_PER_SHARD)))
 
 
 def _check_columns(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> None:
@@ -504,7 +520,7 @@ def _finish(
     out: Any,
     columns: list[str],
     user_type: Any,
-    partitions: int | None,
+    partitions: int,
 ) -> Result:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -530,11 +546,10 @@ def _finish(
     n_thr = len(spec.thresholds())
     scored = ap = None
     if n_thr:
-        n_ranges = partitions or int(spark.conf.get("spark.sql.shuffle.partitions", "200"))
         ranged = (
             out.filter(F.col("kind") == _KIND_SCORED)
             .select("s", "b")
-            .repartitionByRange(n_ranges, "s")
+            .repartitionByRange(partitions, "s")
             .persist(StorageLevel.MEMORY_AND_DISK)
         )
         try:
