@@ -478,16 +478,30 @@ def evaluate_spark(
 
 
 ROWS_PER_SHARD = 2_000_000
+MIN_ROWS_PER_SHARD = 10_000
 
 
 def _default_partitions(spark: Any, truth: Any, recs: Any) -> int:
-    """About ``ROWS_PER_SHARD`` rows per shard (a task's fixed cost, a Python worker and Arrow
-    transfers, stays small next to its rows), at most ``spark.sql.shuffle.partitions``.
+    """About ``ROWS_PER_SHARD`` rows per shard, so a task's fixed cost (a Python worker, Arrow
+    transfers) stays small next to its rows; at least one shard per core while shards keep
+    ``MIN_ROWS_PER_SHARD`` rows; at most ``spark.sql.shuffle.partitions`` or the cores.
+
     Counting reads the inputs once more: cheap for files, and why an input computed by a long
     pipeline is best cached (or ``partitions=`` given)."""
     rows = int(truth.count()) + int(recs.count())
-    most = int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200)
-    return max(1, min(most, -(-rows // ROWS_PER_SHARD)))
+    cores = _cores(spark)
+    most = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200), cores)
+    wanted = max(-(-rows // ROWS_PER_SHARD), min(cores, rows // MIN_ROWS_PER_SHARD))
+    return max(1, min(most, wanted))
+
+
+def _cores(spark: Any) -> int:
+    """The cluster's task slots: classic Spark's default parallelism; Spark Connect has no
+    SparkContext, so ``spark.default.parallelism`` when set, else 1."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
 
 
 def _check_columns(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> None:
@@ -557,9 +571,11 @@ def _finish(
             stats = [pickle.loads(b[0]) for b in blobs]
             scored = combine_scored(stats, n_thr)
             above = above_counts(stats, n_thr)
-            found = ranged.mapInArrow(_range_ap(n_thr, above), "blob binary").collect()
-            pieces = [pickle.loads(b[0]) for b in found]
-            ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(n_thr)]
+            ap = [np.zeros(0) for _ in range(n_thr)]
+            if any(m.name == "average_precision" for m in spec.plan):  # a second pass
+                found = ranged.mapInArrow(_range_ap(n_thr, above), "blob binary").collect()
+                pieces = [pickle.loads(b[0]) for b in found]
+                ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(n_thr)]
         finally:
             ranged.unpersist()
 

@@ -217,29 +217,17 @@ def evaluate_cmd(
 
 
 def _engine_options(engine: Engine, master: str | None, partitions: int | None) -> dict[str, Any]:
-    """evaluate's engine keywords; with ``spark``, the session (pyspark is imported here only)."""
+    """evaluate's engine keywords. With ``spark``: the session (the active one, else a new
+    one on ``master``; ``sc://`` is Spark Connect), and pyspark imported here only; without
+    pyspark, :class:`EngineError` says how to install it."""
     if engine is Engine.local:
         if master is not None or partitions is not None:
             msg = "--spark-master and --partitions need --engine spark."
             raise InputError(msg)
         return {}
-    master = master or "local[*]"
-    try:
-        from . import _spark
+    from ._spark import session
 
-        if master.startswith("sc://"):
-            from pyspark.sql import SparkSession
-
-            spark = SparkSession.builder.remote(master).getOrCreate()
-        else:
-            spark = _spark.session(master)
-    except ImportError as exc:
-        msg = (
-            f"--engine spark needs pyspark ({exc}): pip install 'receval[spark]' (Spark also "
-            "needs Java 17 on the machine)."
-        )
-        raise RecevalError(msg) from None
-    return {"engine": "spark", "spark": spark, "partitions": partitions}
+    return {"engine": "spark", "spark": session(master or "local[*]"), "partitions": partitions}
 
 
 @app.command("metrics")
