@@ -53,11 +53,13 @@ from ._registry import Metric
 __all__ = [
     "beyond_part",
     "catalog_of",
+    "check_train_columns",
     "exposure_histogram",
     "global_value",
     "read_items",
     "read_train",
     "train_popularity",
+    "unify_items",
 ]
 
 _PER_USER = ("ils", "diversity", "novelty", "arp", "long_tail")
@@ -437,7 +439,7 @@ def _codes(catalog: pl.Series, values: pl.Series | np.ndarray) -> np.ndarray:
     return np.where(keys[pos] == vals, pos, -1).astype(np.int64)
 
 
-def _unify(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType]) -> pl.DataFrame:
+def unify_items(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType]) -> pl.DataFrame:
     """Give ``frame[col]`` the item id type of recs (Int64 or String), or raise."""
     dtype = frame.schema[col]
     if kind == pl.Int64 and dtype.is_integer():
@@ -453,6 +455,17 @@ def _unify(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType]) ->
     raise InputError(msg)
 
 
+def check_train_columns(columns: list[str], user_col: str, item_col: str) -> None:
+    """Raise unless train has the user and item columns."""
+    for col in (user_col, item_col):
+        if col not in columns:
+            msg = (
+                f"train is missing column {col!r} (columns found: {columns}); pass "
+                "user_col= / item_col= to name the id columns."
+            )
+            raise InputError(msg)
+
+
 def read_train(
     data: Any, user_col: str, item_col: str, kind: type[pl.DataType]
 ) -> pl.DataFrame | None:
@@ -461,19 +474,13 @@ def read_train(
         return None
     role: Role = "train"
     raw = read_table(data, role, user_col=user_col, item_col=item_col, value_col=_ONE)
-    for col in (user_col, item_col):
-        if col not in raw.columns:
-            msg = (
-                f"train is missing column {col!r} (columns found: {raw.columns}); pass "
-                "user_col= / item_col= to name the id columns."
-            )
-            raise InputError(msg)
+    check_train_columns(raw.columns, user_col, item_col)
     raw = raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(_ONE))
     frame = check_frame(
         raw, role, id_cols=[user_col, item_col], value_col=_ONE, value_name="unused",
         fix="train needs only the user and item columns.",
     )  # fmt: skip
-    frame = _unify(frame, "train", item_col, kind)
+    frame = unify_items(frame, "train", item_col, kind)
     return frame.select(user_col, item_col).unique()
 
 
@@ -499,7 +506,7 @@ def read_items(
         value_col=_ONE, value_name="unused", fix="",
     )  # fmt: skip
     frame = raw.with_columns(checked[item_col])
-    frame = _unify(frame, "items", item_col, kind)
+    frame = unify_items(frame, "items", item_col, kind)
     dup = pl.col(item_col).is_duplicated()
     n_dup = frame.select(dup.sum()).item()
     if n_dup:

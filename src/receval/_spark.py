@@ -313,7 +313,10 @@ def _k_list(spec: ShardSpec) -> list[int | None]:
     return ks
 
 
-def _range_stats(n_thr: int) -> Any:
+def _partition_task(compute: Any, columns: tuple[str, ...]) -> Any:
+    """A ``mapInArrow`` function: ``compute(*arrays)`` of one partition's ``columns``,
+    pickled into one ``blob`` row (nothing for an empty partition)."""
+
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
@@ -323,49 +326,31 @@ def _range_stats(n_thr: int) -> Any:
         table = pa.Table.from_batches(received)
         if table.num_rows == 0:
             return
-        scores = table.column("s").to_numpy()
-        bits = table.column("b").to_numpy()
-        stats = scored_partition(np.ascontiguousarray(scores), np.ascontiguousarray(bits), n_thr)
-        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(stats, protocol=5)]})
+        arrays = [np.ascontiguousarray(table.column(c).to_numpy()) for c in columns]
+        result = compute(*arrays)
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(result, protocol=5)]})
 
     return run
+
+
+def _range_stats(n_thr: int) -> Any:
+    """Per score range: its pair counts (:func:`~receval._shard.scored_partition`)."""
+    return _partition_task(lambda s, b: scored_partition(s, b, n_thr), ("s", "b"))
 
 
 def _range_ap(n_thr: int, above: dict[float, list[tuple[int, int]]]) -> Any:
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
+    """Per score range: average precision's expansions, given the ranges above it."""
 
-        received = list(batches)
-        if not received:  # an empty partition (more ranges than distinct scores, ...)
-            return
-        table = pa.Table.from_batches(received)
-        if table.num_rows == 0:
-            return
-        scores = np.ascontiguousarray(table.column("s").to_numpy())
-        bits = np.ascontiguousarray(table.column("b").to_numpy())
+    def compute(scores: np.ndarray, bits: np.ndarray) -> list[np.ndarray]:
         before = above[float(scores.min())]
-        out = [ap_partition(scores, bits, j, before[j]) for j in range(n_thr)]
-        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(out, protocol=5)]})
+        return [ap_partition(scores, bits, j, before[j]) for j in range(n_thr)]
 
-    return run
+    return _partition_task(compute, ("s", "b"))
 
 
 def _sstot_task(mean: float) -> Any:
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        received = list(batches)
-        if not received:  # an empty partition (more ranges than distinct scores, ...)
-            return
-        table = pa.Table.from_batches(received)
-        if table.num_rows == 0:
-            return
-        ys = table.column("s").to_numpy()
-        ns = table.column("n").to_numpy()
-        out = sstot_parts(ys, ns, mean)
-        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(out, protocol=5)]})
-
-    return run
+    """Per partition of distinct true ratings: SS_tot's expansion around ``mean``."""
+    return _partition_task(lambda ys, ns: sstot_parts(ys, ns, mean), ("s", "n"))
 
 
 # ------------------------------------------------------------------------------ driver
@@ -677,25 +662,11 @@ def _spark_train(train: Any, user_col: str, item_col: str, item_type: Any) -> An
     """Train's distinct (user, item) pairs as ``__u, __i``, checked as the local reader does."""
     from pyspark.sql import functions as F
 
-    for col in (user_col, item_col):
-        if col not in train.columns:
-            msg = (
-                f"train is missing column {col!r} (columns found: {train.columns}); pass "
-                "user_col= / item_col= to name the id columns."
-            )
-            raise InputError(msg)
-    empty = _empty_like(train)
-    t_type = empty.schema[item_col]
-    if (t_type == pl.String) != (item_type == pl.String) or not (
-        t_type == pl.String or t_type.is_integer()
-    ):
-        recs_type = "strings" if item_type == pl.String else "integers"
-        msg = (
-            f"item ids of train and recs have different types: train column {item_col!r} is "
-            f"{t_type}, recs column {item_col!r} holds {recs_type}; expected both integers or "
-            f"both strings. Convert one side, e.g. pl.col({item_col!r}).cast(pl.String)."
-        )
-        raise InputError(msg)
+    from ._beyond import check_train_columns, unify_items
+
+    check_train_columns(train.columns, user_col, item_col)
+    kind = pl.String if item_type == pl.String else pl.Int64
+    unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's type check
     nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
     bad = nulls.limit(5).collect()
     if bad:
