@@ -219,19 +219,27 @@ def _spark_type(polars_type: Any) -> str:
 # ------------------------------------------------------------------------ on executors
 
 
+def _gather(batches: Iterator[Any]) -> Any:
+    """One partition's Arrow batches as a table, or None when it has no row (an empty
+    partition: more shards than users, more ranges than distinct scores, ...)."""
+    import pyarrow as pa
+
+    received = list(batches)
+    if not received:
+        return None
+    table = pa.Table.from_batches(received)
+    return table if table.num_rows else None
+
+
 def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -> Any:
     """The function ``mapInArrow`` runs on each partition of users (see the module doc)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numba
-        import pyarrow as pa
 
         numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
-        received = list(batches)
-        if not received:  # an empty partition (more ranges than distinct scores, ...)
-            return
-        table = pa.Table.from_batches(received)
-        if table.num_rows == 0:
+        table = _gather(batches)
+        if table is None:
             return
         rows = pl.from_arrow(table)
         assert isinstance(rows, pl.DataFrame)
@@ -320,11 +328,8 @@ def _partition_task(compute: Any, columns: tuple[str, ...]) -> Any:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        received = list(batches)
-        if not received:  # an empty partition (more ranges than distinct scores, ...)
-            return
-        table = pa.Table.from_batches(received)
-        if table.num_rows == 0:
+        table = _gather(batches)
+        if table is None:
             return
         arrays = [np.ascontiguousarray(table.column(c).to_numpy()) for c in columns]
         result = compute(*arrays)
