@@ -280,6 +280,27 @@ def test_missing_column(spark: SparkSession) -> None:
         receval.evaluate(truth, recs, ["ndcg@10"], rank_col="rank")
 
 
+def test_bad_metric_and_options_fail_before_any_job(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = DATA["int"]
+    truth, recs = to_spark(spark, data["truth"]), to_spark(spark, data["recs"])
+
+    def no_job(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("no Spark job may run before the request is checked")
+
+    monkeypatch.setattr(receval._spark, "check_executors", no_job)
+    monkeypatch.setattr(receval._spark, "_as_spark", no_job)
+    with pytest.raises(
+        receval.MetricError, match=r"unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg'"
+    ):
+        receval.evaluate(truth, recs, ["ndgc@10"])
+    with pytest.raises(InputError, match=r"ties must be one of"):
+        receval.evaluate(truth, recs, ["ndcg@10"], ties="random")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"relevance_threshold must be a finite number > 0"):
+        receval.evaluate(truth, recs, ["ndcg@10"], relevance_threshold=0)
+
+
 def test_nan_score(spark: SparkSession) -> None:
     recs = DATA["int"]["recs"]
     bad = recs.with_columns(

@@ -126,7 +126,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             columns[m.canonical] = values
             kept = values[~short]
             part.sums[m.canonical] = (kept, int(kept.size))
-            if kept.size == 0 and not shard:
+            if kept.size == 0:
                 warnings.warn(
                     f"no recs user has 2 or more items in {m.canonical}; its mean is NaN.",
                     stacklevel=4,

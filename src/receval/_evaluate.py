@@ -155,7 +155,8 @@ def evaluate(
         The SparkSession of the Spark engine (default: that of a Spark DataFrame input, the
         active one, or a new local one).
     partitions:
-        The Spark engine's number of user shards (default: Spark's adaptive choice).
+        The Spark engine's number of user shards (default: about 2 million rows a shard, at
+        least one per core).
 
     Returns
     -------
@@ -681,7 +682,7 @@ def _ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput
             n_counted = int(counted.sum())
             means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
             sums[m.canonical] = (values[counted], n_counted)
-        if not counted.any() and not shard:
+        if not counted.any():
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
         columns[m.canonical] = values
 

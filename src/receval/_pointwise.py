@@ -175,7 +175,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             _check_probabilities(prep, m)
             value = C.log_loss_of(labels, scores)
         elif name == "gauc":
-            value, column, used, skipped, sums = _gauc(m, offsets, labels, scores, not shard)
+            value, column, used, skipped, sums = _gauc(m, offsets, labels, scores)
             columns[m.canonical] = column
             part.sums[m.canonical] = sums
             info.update(users_used=used, users_skipped=skipped)
@@ -251,13 +251,13 @@ def _in_truth(prep: Prepared) -> np.ndarray:
 
 
 def _gauc(
-    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray, warn: bool = True
+    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
     rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
     weight = str(m.get("weight"))
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
-    if not used and warn:
+    if not used:
         _warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
     ok = ~np.isnan(auc_u)
     w = C.gauc_weights(rows[ok], positives[ok], weight)
@@ -320,7 +320,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     if n_missing:
         if prep.no_recs == "raise":
             _raise_missing(prep, missing, names)
-        if prep.no_recs == "zero" and not shard:  # a shard's engine warns once, with the total
+        if prep.no_recs == "zero":
             warnings.warn(
                 f"{n_missing} truth row(s) have no predicted rating (no recs row for the same "
                 f"user and item); {names} take the prediction as 0 (no_recs='zero'). Use "
@@ -349,14 +349,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     global_sums: np.ndarray | None = None
     user_sums: np.ndarray | None = None
     for m in plan:
-        width = math.nan
-        if m.name == "nmae":
-            if shard:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", UndefinedMetricWarning)
-                    width = R.rating_width(lo, hi)
-            else:
-                width = R.rating_width(lo, hi)
+        width = R.rating_width(lo, hi) if m.name == "nmae" else math.nan
         info: dict[str, Any] = {"rows": int(y.shape[0]), "missing_predictions": n_missing}
         if m.name == "nmae":
             info["rating_range"] = [lo, hi]
@@ -392,19 +385,14 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             info["users"] = int(np.count_nonzero(user_sums[:, 0] > 0))
             if m.name == "r2":
                 info["users_skipped"] = undefined
-                if undefined and not shard:
+                if undefined:
                     warnings.warn(
                         f"{m.canonical}: {undefined} user(s) have constant true ratings "
                         "(SS_tot = 0); their r2 is undefined (null) and left out of the mean.",
                         UndefinedMetricWarning,
                         stacklevel=4,
                     )
-            if (
-                math.isnan(means[m.canonical])
-                and not defined.size
-                and m.name != "nmae"
-                and not shard
-            ):
+            if math.isnan(means[m.canonical]) and not defined.size and m.name != "nmae":
                 _warn_nan(m.canonical, "no user has a defined value")
             columns[m.canonical] = values
         details[m.canonical] = info

@@ -391,6 +391,12 @@ def evaluate_spark(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    request = {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col,
+        "rank_col": rank_col, "relevance_col": relevance_col, "ties": ties,
+        "relevance_threshold": relevance_threshold, "no_recs": no_recs, "options": {},
+    }  # fmt: skip
+    spec_of(metrics, has_relevance=True, **request)  # metrics and options, before any job
     if spark is None:
         for data in (recs, truth):
             if is_spark_frame(data):
@@ -409,11 +415,7 @@ def evaluate_spark(
     has_relevance = relevance_col is not None or rel_name in t.columns
     if not has_relevance and user_col in t.columns and item_col in t.columns:
         t = t.select(user_col, item_col).withColumn(rel_name, F.lit(1.0))
-    spec = spec_of(
-        metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-        relevance_col=relevance_col, has_relevance=has_relevance, ties=ties,
-        relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
-    )  # fmt: skip
+    spec = spec_of(metrics, has_relevance=has_relevance, **request)
     plan = spec.plan
     t_empty, r_empty = _empty_like(t), _empty_like(r)
     _check_columns(t_empty, r_empty, spec)
