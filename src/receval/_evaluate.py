@@ -47,6 +47,7 @@ __all__ = [
     "Part",
     "Prepared",
     "TiesPolicy",
+    "check_inputs",
     "check_threshold",
     "evaluate",
     "join_per_user",
@@ -291,17 +292,9 @@ def prepare(
     if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
         t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
     ids = [user_col, item_col]
-    shard = bool((options or {}).get("_shard"))
-    t_frame = check_frame(
-        t_raw, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).", allow_empty=shard,
-    )  # fmt: skip
-    r_frame = check_frame(
-        r_raw, "recs", id_cols=ids, value_col=order_col,
-        value_name="rank" if rank_col is not None else "score",
-        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
-        allow_empty=shard,
+    t_frame, r_frame = check_inputs(
+        t_raw, r_raw, ids=ids, relevance_col=relevance_col, order_col=order_col,
+        by_rank=rank_col is not None, allow_empty=bool((options or {}).get("_shard")),
     )  # fmt: skip
     t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
@@ -315,6 +308,32 @@ def prepare(
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
         no_recs=no_recs, options={"has_relevance": has_relevance, **(options or {})},
     )  # fmt: skip
+
+
+def check_inputs(
+    truth: pl.DataFrame,
+    recs: pl.DataFrame,
+    *,
+    ids: list[str],
+    relevance_col: str,
+    order_col: str,
+    by_rank: bool,
+    allow_empty: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Truth and recs checked by :func:`~receval._layout.check_frame` (columns, types,
+    values), with the messages every engine gives."""
+    t_frame = check_frame(
+        truth, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).", allow_empty=allow_empty,
+    )  # fmt: skip
+    r_frame = check_frame(
+        recs, "recs", id_cols=ids, value_col=order_col,
+        value_name="rank" if by_rank else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
+        allow_empty=allow_empty,
+    )  # fmt: skip
+    return t_frame, r_frame
 
 
 def _match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:

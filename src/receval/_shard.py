@@ -22,7 +22,7 @@ shard mode), so no per-user metric exists twice. What it returns merges exactly:
     catalog item, summed by item, then a histogram (:func:`~receval._beyond.global_value`).
 
 Global context (the catalog, train popularity, the item table, truth's rating range) is
-computed once over all the data by :func:`build_context` (or the Spark engine's equivalent)
+computed once over all the data by :func:`build_context` from an engine's :class:`Sources`
 and given to every shard. :func:`evaluate_sharded` runs the whole scheme in one process:
 the reference the Spark engine is tested against, and a test of the scheme itself.
 """
@@ -48,6 +48,7 @@ from ._evaluate import (
     TiesPolicy,
     _family_parts,
     _ranking_part,
+    check_inputs,
     check_threshold,
     join_per_user,
     no_evaluated_message,
@@ -55,7 +56,6 @@ from ._evaluate import (
 )
 from ._exact import parts, parts_weighted, total
 from ._io import read_table
-from ._layout import check_frame
 from ._registry import Metric, parse_metrics
 from ._result import Counts, Result
 
@@ -63,8 +63,8 @@ __all__ = [
     "Merger",
     "ShardOutput",
     "ShardSpec",
+    "Sources",
     "build_context",
-    "check_columns",
     "combine_scored",
     "evaluate_sharded",
     "per_user_metrics",
@@ -492,43 +492,72 @@ def spec_of(
     )  # fmt: skip
 
 
-def build_context(
-    plan: tuple[Metric, ...],
-    options: dict[str, Any],
-    *,
-    user_col: str,
-    item_col: str,
-    recs_items: pl.Series,
-    truth_items: pl.Series,
-    truth_relevance: Callable[[], tuple[float, float]],
-) -> dict[str, Any]:
-    """The global context of a sharded evaluation, from local frames: the shards' options.
+@dataclass(frozen=True)
+class Sources:
+    """Where an engine finds what the global context is made of (the local frames, or Spark).
 
-    ``recs_items`` / ``truth_items``: every item id of recs / truth (for the catalog when no
-    item table is given); ``truth_relevance()`` gives truth's (min, max) relevance, called
-    only when ``nmae`` needs the rating range.
+    ``truth_range()``: truth's (min, max) relevance; ``popularity(train)``: distinct train
+    users per item (``item_col``, ``n``; sorted by item) and train's users; ``items(data)``:
+    the checked item table; ``item_ids()``: the distinct item ids of truth and recs. Item ids
+    come typed as recs' (``kind``).
     """
+
+    user_col: str
+    item_col: str
+    kind: type[pl.DataType]
+    truth_range: Callable[[], tuple[float, float]]
+    popularity: Callable[[Any], tuple[pl.DataFrame, int]]
+    items: Callable[[Any], pl.DataFrame | None]
+    item_ids: Callable[[], list[pl.Series]]
+
+
+def build_context(
+    plan: tuple[Metric, ...], options: dict[str, Any], sources: Sources
+) -> dict[str, Any]:
+    """The global context of a sharded evaluation: the options every shard gets (truth's
+    rating range for ``nmae``, the item table or the catalog, train popularity), each asked
+    of ``sources`` only when a metric of ``plan`` needs it."""
     out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
-    names = {m.name for m in plan}
-    kind = pl.String if recs_items.dtype == pl.String else pl.Int64
-    if names & {"nmae"} and options.get("rating_range") is None:
-        out["_observed_range"] = truth_relevance()
-    beyond = [m for m in plan if m.spec.family == "beyond"]
+    if any(m.name == "nmae" for m in plan) and options.get("rating_range") is None:
+        out["_observed_range"] = sources.truth_range()
+    beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if not beyond:
         return out
-    B._check_inputs(tuple(beyond), options)
-    train = B.read_train(options.get("train"), user_col, item_col, kind)
-    items = B.read_items(options.get("items"), user_col, item_col, kind)
+    B._check_inputs(beyond, options)
+    train = options.get("train")
+    if train is not None:
+        out["_popularity"] = sources.popularity(train)
+    items = sources.items(options.get("items"))
     if items is not None:
         out["items"] = items
-    else:
-        r_items = recs_items.cast(kind)
-        ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
-        catalog, source = B.catalog_of(r_items, ids, truth_items.cast(kind), train)
-        out["_catalog"], out["_catalog_source"] = catalog, source
-    if train is not None:
-        out["_popularity"] = B.train_popularity(train, user_col, item_col)
+    else:  # the catalog: every item of truth, recs and train
+        ids = sources.item_ids()
+        if train is not None:
+            ids.append(out["_popularity"][0][sources.item_col])
+        out["_catalog"] = pl.concat([i.alias(sources.item_col) for i in ids]).unique().sort()
+        out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
     return out
+
+
+def _local_sources(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Sources:
+    """:class:`Sources` of local frames (the one-process scheme)."""
+    user_col, item_col = spec.user_col, spec.item_col
+    kind = pl.String if r[item_col].dtype == pl.String else pl.Int64
+
+    def popularity(data: Any) -> tuple[pl.DataFrame, int]:
+        train = B.read_train(data, user_col, item_col, kind)
+        assert train is not None
+        return B.train_popularity(train, user_col, item_col)
+
+    def truth_range() -> tuple[float, float]:
+        rel = t[spec.relevance_col].cast(pl.Float64)
+        return float(rel.min()), float(rel.max())  # type: ignore[arg-type]
+
+    return Sources(
+        user_col, item_col, kind, truth_range, popularity,
+        lambda data: B.read_items(data, user_col, item_col, kind),
+        lambda: [t[item_col].cast(kind).unique(), r[item_col].cast(kind).unique()],
+    )  # fmt: skip
 
 
 def evaluate_sharded(
@@ -577,14 +606,15 @@ def evaluate_sharded(
         relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
     )  # fmt: skip
     plan = spec.plan
-    check_columns(t, r, spec)
-    context = build_context(
-        plan, options, user_col=user_col, item_col=item_col, recs_items=r[item_col],
-        truth_items=t[item_col],
-        truth_relevance=lambda: (
-            float(t[rel_name].cast(pl.Float64).min()), float(t[rel_name].cast(pl.Float64).max())  # type: ignore[arg-type]
-        ),
-    )  # fmt: skip
+    check_inputs(
+        t.head(1),
+        r.head(1),
+        ids=[user_col, item_col],
+        relevance_col=rel_name,
+        order_col=order_col,
+        by_rank=spec.by_rank,
+    )  # columns and types; values are checked in each shard
+    context = build_context(plan, options, _local_sources(t, r, spec))
     spec = ShardSpec(**{**spec.__dict__, "options": context})
 
     t_users, r_users = t[user_col].unique(), r[user_col].unique()
@@ -665,22 +695,6 @@ def _local_error(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Result:
     )  # fmt: skip
     msg = "truth and recs user ids have different types"  # pragma: no cover - prepare raises
     raise InputError(msg)
-
-
-def check_columns(truth: pl.DataFrame, recs: pl.DataFrame, spec: ShardSpec) -> None:
-    """Raise the local engine's error for a missing column or a column of the wrong type
-    (checked on the first row only: values are checked in each shard)."""
-    ids = [spec.user_col, spec.item_col]
-    check_frame(
-        truth.head(1), "truth", id_cols=ids, value_col=spec.relevance_col,
-        value_name="relevance", fix="pass relevance_col= to name the relevance column, or "
-        "leave it out (every row then has relevance 1).",
-    )  # fmt: skip
-    check_frame(
-        recs.head(1), "recs", id_cols=ids, value_col=spec.order_col,
-        value_name="rank" if spec.by_rank else "score",
-        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
-    )  # fmt: skip
 
 
 def _score_ranges(scores: np.ndarray, n_ranges: int) -> list[np.ndarray]:

@@ -35,14 +35,17 @@ import numpy as np
 import polars as pl
 
 from ._errors import EngineError, InputError, MetricError, RecevalError
+from ._evaluate import check_inputs
 from ._io import read_table
-from ._layout import check_frame, unify_ids
+from ._layout import unify_ids
 from ._result import Result
 from ._shard import (
     Merger,
     ShardSpec,
+    Sources,
     above_counts,
     ap_partition,
+    build_context,
     combine_scored,
     per_user_metrics,
     run_shard,
@@ -418,7 +421,15 @@ def evaluate_spark(
     spec = spec_of(metrics, has_relevance=has_relevance, **request)
     plan = spec.plan
     t_empty, r_empty = _empty_like(t), _empty_like(r)
-    _check_columns(t_empty, r_empty, spec)
+    check_inputs(
+        t_empty,
+        r_empty,
+        ids=[user_col, item_col],
+        relevance_col=spec.relevance_col,
+        order_col=spec.order_col,
+        by_rank=spec.by_rank,
+        allow_empty=True,
+    )  # columns and types; values are checked in each shard
     t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
@@ -436,7 +447,7 @@ def evaluate_spark(
     options = {"train": train, "items": items, "item_features": item_features,
                "rating_range": rating_range}  # fmt: skip
     with _executor_errors():
-        context = _context(spark, plan, options, spec, t, r, item_type)
+        context = build_context(plan, options, _spark_sources(spec, t, r, item_type))
     spec = ShardSpec(**{**spec.__dict__, "options": context})
 
     rows = (
@@ -494,21 +505,6 @@ def _cores(spark: Any) -> int:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:  # Spark Connect: no SparkContext on the client
         return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
-
-
-def _check_columns(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> None:
-    ids = [spec.user_col, spec.item_col]
-    check_frame(
-        t, "truth", id_cols=ids, value_col=spec.relevance_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).", allow_empty=True,
-    )  # fmt: skip
-    check_frame(
-        r, "recs", id_cols=ids, value_col=spec.order_col,
-        value_name="rank" if spec.by_rank else "score",
-        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
-        allow_empty=True,
-    )  # fmt: skip
 
 
 def _collect_polars(frame: Any) -> pl.DataFrame:
@@ -603,66 +599,46 @@ def _finish(
 # ------------------------------------------------------------------------- the context
 
 
-def _context(
-    spark: Any,
-    plan: tuple[Any, ...],
-    options: dict[str, Any],
-    spec: ShardSpec,
-    t: Any,
-    r: Any,
-    item_type: Any,
-) -> dict[str, Any]:
-    """The shards' global context, by Spark where the data lives there (see
-    :func:`receval._shard.build_context` for the local equivalent)."""
+def _spark_sources(spec: ShardSpec, t: Any, r: Any, item_type: Any) -> Sources:
+    """:class:`~receval._shard.Sources` computed by Spark where the data lives there (truth,
+    recs, a Spark train or item table); local train and item tables are read locally."""
     from pyspark.sql import functions as F
 
     from . import _beyond as B
 
-    out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
-    names = {m.name for m in plan}
-    if "nmae" in names and options.get("rating_range") is None:
-        lo, hi = t.agg(F.min("__v"), F.max("__v")).collect()[0]
-        out["_observed_range"] = (float(lo), float(hi))
-    beyond = tuple(m for m in plan if m.spec.family == "beyond")
-    if not beyond:
-        return out
-    B._check_inputs(beyond, options)
     user_col, item_col = spec.user_col, spec.item_col
     kind = pl.String if item_type == pl.String else pl.Int64
-    train = options.get("train")
-    train_items = None
-    if train is not None and is_spark_frame(train):
-        train_frame = _spark_train(train, user_col, item_col, item_type)
-        pairs = train_frame.persist()
-        try:
+
+    def truth_range() -> tuple[float, float]:
+        lo, hi = t.agg(F.min("__v"), F.max("__v")).collect()[0]
+        return float(lo), float(hi)
+
+    def popularity(train: Any) -> tuple[pl.DataFrame, int]:
+        if not is_spark_frame(train):
+            local = B.read_train(train, user_col, item_col, kind)
+            assert local is not None
+            return B.train_popularity(local, user_col, item_col)
+        pairs = _spark_train(train, user_col, item_col, item_type).persist()
+        try:  # distinct (user, item) pairs: users per item, and train's users
             per_item = _collect_polars(pairs.groupBy("__i").agg(F.count(F.lit(1)).alias("n")))
-            n_users = pairs.select("__u").distinct().count()
-            per_item = per_item.select(
-                pl.col("__i").cast(kind).alias(item_col), pl.col("n").cast(pl.Int64)
-            ).sort(item_col)
-            out["_popularity"] = (per_item, int(n_users))
-            train_items = per_item[item_col]
+            n_users = int(pairs.select("__u").distinct().count())
         finally:
             pairs.unpersist()
-    elif train is not None:
-        local = B.read_train(train, user_col, item_col, kind)
-        assert local is not None
-        out["_popularity"] = B.train_popularity(local, user_col, item_col)
-        train_items = out["_popularity"][0][item_col]
-    items = options.get("items")
-    if items is not None:
-        if is_spark_frame(items):
-            items = _collect_polars(items)
-        frame = B.read_items(items, user_col, item_col, kind)
-        out["items"] = frame
-    else:
+        per_item = per_item.select(
+            pl.col("__i").cast(kind).alias(item_col), pl.col("n").cast(pl.Int64)
+        ).sort(item_col)
+        return per_item, n_users
+
+    def items(data: Any) -> pl.DataFrame | None:
+        if is_spark_frame(data):
+            data = _collect_polars(data)
+        return B.read_items(data, user_col, item_col, kind)
+
+    def item_ids() -> list[pl.Series]:
         union = t.select("__i").unionByName(r.select("__i")).distinct()
-        ids = _collect_polars(union)["__i"].cast(kind).alias(item_col)
-        parts_ = [ids] if train_items is None else [ids, train_items]
-        catalog = pl.concat(parts_).unique().sort()
-        out["_catalog"] = catalog
-        out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
-    return out
+        return [_collect_polars(union)["__i"].cast(kind)]
+
+    return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids)
 
 
 def _spark_train(train: Any, user_col: str, item_col: str, item_type: Any) -> Any:
