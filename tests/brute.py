@@ -1,6 +1,6 @@
 """Slow, obviously correct reference for receval's top-K ranking metrics.
 
-Every definition follows /work/shared/METRICS.md literally, with no closed forms and no
+Every definition follows docs/metrics.md literally, with no closed forms and no
 vectorisation: each user's ranked list is built by sorting, each metric is a loop over
 that list, and ``ties="expected"`` averages the metric over *every* order of every tie
 group (``itertools.product`` of permutations). Keep tie groups small when using it.

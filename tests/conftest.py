@@ -210,7 +210,7 @@ def assert_matches_brute(
 
 
 def metrics_for(ks: Sequence[int | None]) -> list[str]:
-    """Every top-K metric of METRICS.md with every variant, at each cutoff in ``ks``."""
+    """Every top-K metric of docs/metrics.md with every variant, at each cutoff in ``ks``."""
     out: list[str] = []
     for k in ks:
         at = "" if k is None else f"@{k}"

@@ -449,7 +449,7 @@ def test_pandas_and_file_inputs(tmp_path: Any) -> None:
     data["items"].write_parquet(tmp_path / "items.parquet")
     got = receval.evaluate(data["truth"], data["recs"], ["novelty@3", "ils@3"],
                            train=tmp_path / "train.csv", items=tmp_path / "items.parquet",
-                           item_features="vec")  # fmt: skip
+                           item_features="vec", id_type="item=int")  # fmt: skip  # CSV ids: text
     assert got.means == want.means
     got = receval.evaluate(data["truth"], data["recs"], ["novelty@3"],
                            train=data["train"].to_pandas())  # fmt: skip
@@ -483,7 +483,10 @@ ERRORS = [
      r"'item' \(columns found: \['id'\]\); pass item_col= to name the item id column\.$"),
     ("novelty", {"train": pl.DataFrame({"user": ["a"], "item": ["1"]})}, r"^item ids of train "
      r"and recs have different types: train column 'item' is String, recs column 'item' holds "
-     r"integers; expected both integers or both strings\. Convert one side, e\.g\. "
+     r"integers; expected both integers or both strings\. CSV, TSV and TREC files give text "
+     r"ids: pass id_type='int' \(CLI --id-type int\) or id_type=\{'item': 'int'\} "
+     r"\(--id-type item=int\) to read ids as integers, or id_type='str' \(--id-type str\) to "
+     r"read every id as text, or convert one side, e\.g\. "
      r"pl\.col\('item'\)\.cast\(pl\.String\)\.$"),
     ("novelty", {"train": pl.DataFrame({"user": ["a"], "thing": [1]})}, r"^train is missing "
      r"column 'item' \(columns found: \['user', 'thing'\]\); pass user_col= / item_col= to "

@@ -98,7 +98,10 @@ def test_evaluate_json(files: dict[str, Path], truth: str, recs: str) -> None:
     assert list(doc["metrics"]) == METRICS
     for m, want in HAND.items():
         assert doc["metrics"][m] == pytest.approx(want, rel=1e-12)
-    assert doc["counts"] == {"evaluated": 3, "no_recs": 1, "no_relevant": 0, "recs_not_in_truth": 1}
+    assert doc["counts"] == {
+        "evaluated": 3, "no_recs": 1, "no_relevant": 0, "recs_not_in_truth": 1,
+        "recs_in_train": None,
+    }  # fmt: skip
 
 
 def test_evaluate_csv(files: dict[str, Path]) -> None:
@@ -190,7 +193,10 @@ def test_threshold_option(files: dict[str, Path]) -> None:
     )
     assert doc["metrics"] == lib.means
     # relevant at >= 2: u1's a (third after the z/b tie) and u3's e (no recs)
-    assert doc["counts"] == {"evaluated": 2, "no_recs": 1, "no_relevant": 1, "recs_not_in_truth": 1}
+    assert doc["counts"] == {
+        "evaluated": 2, "no_recs": 1, "no_relevant": 1, "recs_not_in_truth": 1,
+        "recs_in_train": None,
+    }  # fmt: skip
     assert doc["metrics"]["mrr"] == pytest.approx((1 / 3) / 2)
 
 

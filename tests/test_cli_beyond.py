@@ -54,12 +54,12 @@ def base_args(files: dict[str, Path], metrics: list[str]) -> list[str | Path]:
                                                ("genres,year", ["genres", "year"])])  # fmt: skip
 def test_flags_match_the_library(files: dict[str, Path], flag: str, feature: object) -> None:
     args = [*base_args(files, METRICS), "--train", files["train"], "--items", files["items"],
-            "--item-features", flag, "--format", "json"]  # fmt: skip
+            "--item-features", flag, "--format", "json", "--id-type", "int"]  # fmt: skip
     code, out, err = cli(*args)
     assert code == 0, err
     doc = json.loads(out)
     lib = receval.evaluate(files["truth"], files["recs"], METRICS, train=files["train"],
-                           items=files["items"], item_features=feature)  # fmt: skip
+                           items=files["items"], item_features=feature, id_type="int")  # fmt: skip
     assert doc == json.loads(lib.to_json())
     assert doc["details"]["coverage@10"]["catalog"] == "items"
     assert doc["details"]["ils@10"]["similarity"] == (
@@ -83,19 +83,20 @@ def test_config_file(files: dict[str, Path], tmp_path: Path) -> None:
         f'truth = "{files["truth"]}"\nrecs = "{files["recs"]}"\n'
         f"metrics = {json.dumps(METRICS)}\n"
         f'train = "{files["train"]}"\nitems = "{files["items"]}"\n'
-        'item_features = ["genres", "year"]\nformat = "json"\n'
-    )
+        'item_features = ["genres", "year"]\nformat = "json"\nid_type = "item=int"\n'
+    )  # train.csv: text ids unless id_type says otherwise
     code, out, err = cli("evaluate", "--config", config)
     assert code == 0, err
     lib = receval.evaluate(files["truth"], files["recs"], METRICS, train=files["train"],
-                           items=files["items"], item_features=["genres", "year"])  # fmt: skip
+                           items=files["items"], item_features=["genres", "year"],
+                           id_type="item=int")  # fmt: skip
     assert json.loads(out) == json.loads(lib.to_json())
 
 
 def test_per_user_file(files: dict[str, Path], tmp_path: Path) -> None:
     out_path = tmp_path / "per_user.parquet"
     args = [*base_args(files, ["novelty@10", "ndcg@10"]), "--train", files["train"],
-            "--per-user", out_path, "--format", "json"]  # fmt: skip
+            "--per-user", out_path, "--format", "json", "--id-type", "int"]  # fmt: skip
     code, _, err = cli(*args)
     assert code == 0, err
     frame = pl.read_parquet(out_path)

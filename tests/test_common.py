@@ -1,4 +1,4 @@
-"""Registry-driven common tests (STYLE.md 17 and 20, scikit-learn's ``test_common.py``).
+"""Registry-driven common tests (scikit-learn's ``test_common.py``).
 
 Every registered metric declares property sets in ``spec.properties``; each property known
 here has a check, and a metric without classification (or with a property no test knows)

@@ -1,4 +1,4 @@
-"""Registry-driven common suite of the ``beyond`` family (STYLE.md 17 and 20).
+"""Registry-driven common suite of the ``beyond`` family.
 
 Every registered ``beyond`` metric declares property sets in ``spec.properties``; each property
 known here has a check, and a metric with no property or with one this suite does not know

@@ -1,4 +1,4 @@
-"""Registry-driven common tests for the classification and rating families (STYLE.md 17, 20).
+"""Registry-driven common tests for the classification and rating families.
 
 Every spec of the two families declares properties; each property known here has a check that
 runs the metric with sampled parameters on small random data (ties, users without recs, recs

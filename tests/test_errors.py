@@ -1,4 +1,4 @@
-"""Bad input (METRICS.md "Bad input", STYLE.md 11, 17 and 20).
+"""Bad input (docs/metrics.md "Bad input").
 
 Every case is a row ``(truth, recs, kwargs, exception, pattern)``; the pattern asserts the
 content of the message, not only its class: which argument, what was expected, what was

@@ -1,4 +1,4 @@
-"""The metric-string grammar (STYLE.md 9, CONTRACT.md "Metric grammar").
+"""The metric-string grammar (docs/CONTRACT.md "Metric grammar").
 
 ``name[(param=value, ...)][@K]``: case and spaces do not matter, aliases resolve to the
 canonical name, defaults are omitted and parameters print in declared order. The canonical

@@ -127,6 +127,7 @@ SOURCES: dict[str, Source] = {
     "trec-by-content": _write_trec(".txt", ".txt"),
 }
 STRING_ONLY = {"trec-suffix", "trec-trec-suffix", "trec-by-content"}  # TREC ids are strings
+TEXT_TABLES = {"csv-path", "csv-str", "tsv-path"}  # text ids unless id_type says otherwise
 
 
 def per_user_dict(res: receval.Result, metric: str) -> dict[Any, float]:
@@ -185,7 +186,10 @@ def test_random_case_every_source_identical(source: str, string_ids: bool, tmp_p
     truth, recs = random_case(7, string_ids)
     base = receval.evaluate(to_frame(truth, "relevance"), to_frame(recs, "score"), ALL)
     make = SOURCES[source]
-    res = receval.evaluate(make(truth, "relevance", tmp_path), make(recs, "score", tmp_path), ALL)
+    ids = {"id_type": "int"} if source in TEXT_TABLES and not string_ids else {}
+    res = receval.evaluate(
+        make(truth, "relevance", tmp_path), make(recs, "score", tmp_path), ALL, **ids
+    )
     assert_frame_equal(res.per_user, base.per_user, rel_tol=1e-12, abs_tol=1e-12)
     assert res.counts == base.counts
     for m in ALL:
@@ -307,7 +311,8 @@ def test_truth_without_relevance_column_means_relevance_one(tmp_path: Path) -> N
     assert_frame_equal(res.per_user, base.per_user)
     path = tmp_path / "bare.csv"
     bare.write_csv(path)
-    assert_frame_equal(receval.evaluate(path, to_frame(recs, "score"), ALL).per_user, base.per_user)
+    res = receval.evaluate(path, to_frame(recs, "score"), ALL, id_type="int")  # CSV ids: text
+    assert_frame_equal(res.per_user, base.per_user)
 
 
 def test_unsorted_and_ungrouped_inputs() -> None:

@@ -1,12 +1,12 @@
 """receval against ranx on tie-free data (distinct float scores), per user and on average.
 
-How ranx is aligned with METRICS.md:
+How ranx is aligned with docs/metrics.md:
 
 - ranx refuses a run whose query ids differ from the qrels unless ``make_comparable=True``,
   which adds an empty result list (every metric 0) for a query missing from the run and
   drops run queries absent from the qrels: exactly receval's ``no_recs="zero"`` and
   "recs users not in truth are left out".
-- ranx keeps qrels queries with no relevant item and scores them 0; METRICS.md leaves them
+- ranx keeps qrels queries with no relevant item and scores them 0; docs/metrics.md leaves them
   out, so only the users with a relevant item are passed to ranx.
 - ranx drops qrels entries below the relevance level before computing any metric, gains
   included (``ndcg@10-l2`` gives rel-1 items gain 0), unlike trec_eval and receval, whose

@@ -3,7 +3,7 @@
 trec_eval sorts a run by score descending, then by docno descending (strcmp), and its
 ``-c`` mode averages over every judged query, a query missing from the run scoring 0. The
 comparison uses exactly that: per-query values from pytrec_eval, 0 for evaluated users
-that pytrec_eval did not return (no recs), and the mean over the users METRICS.md
+that pytrec_eval did not return (no recs), and the mean over the users docs/metrics.md
 evaluates (truth users with at least one relevant item).
 
 Data: small integer scores (many ties, including ties that straddle the cutoffs),
@@ -50,7 +50,7 @@ TOL = 1e-12
 def trec_eval_values(
     case: Case, measures: dict[str, str], relevance_level: int = 1
 ) -> dict[str, dict[Hashable, float]]:
-    """Per-user trec_eval values of the users METRICS.md evaluates (0 when not in the run)."""
+    """Per-user trec_eval values of the users docs/metrics.md evaluates (0 when not in the run)."""
     qrels = {
         str(u): {str(i): int(r) for i, r in judged.items()} for u, judged in case.truth.items()
     }

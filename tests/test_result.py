@@ -1,4 +1,4 @@
-"""The Result API (CONTRACT.md, STYLE.md 12 and 14), on a hand-built case.
+"""The Result API (docs/CONTRACT.md), on a hand-built case.
 
 truth (user: item relevance):
     1: 10 (2), 11 (1), 12 (0)      recs: 11 (0.9), 13 (0.8), 10 (0.7)
@@ -69,6 +69,7 @@ def test_counts(res: receval.Result) -> None:
     assert res.counts == Counts(evaluated=3, no_recs=1, no_relevant=1, recs_not_in_truth=1)
     assert res.counts.to_dict() == {
         "evaluated": 3, "no_recs": 1, "no_relevant": 1, "recs_not_in_truth": 1,
+        "recs_in_train": None,
     }  # fmt: skip
 
 
@@ -218,7 +219,10 @@ def test_to_dict(res: receval.Result) -> None:
     assert list(doc["metrics"]) == METRICS
     assert doc["metrics"] == res.means
     assert doc["counts"] == res.counts.to_dict()
-    assert doc["settings"] == {"ties": "expected", "relevance_threshold": 1.0, "no_recs": "zero"}
+    assert doc["settings"] == {
+        "ties": "expected", "relevance_threshold": 1.0, "no_recs": "zero",
+        "relevance_col": "relevance",
+    }  # fmt: skip
 
 
 def test_to_json_round_trip(res: receval.Result) -> None:
@@ -232,7 +236,10 @@ def test_to_json_round_trip(res: receval.Result) -> None:
 
 def test_settings_reported() -> None:
     res = receval.evaluate(TRUTH, RECS, ["mrr"], ties="pessimistic", no_recs="skip")
-    assert res.settings == {"ties": "pessimistic", "relevance_threshold": 1.0, "no_recs": "skip"}
+    assert res.settings == {
+        "ties": "pessimistic", "relevance_threshold": 1.0, "no_recs": "skip",
+        "relevance_col": "relevance",
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------------------- mapping

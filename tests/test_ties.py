@@ -1,8 +1,8 @@
-"""Tie policies (METRICS.md "Ties").
+"""Tie policies (docs/metrics.md "Ties").
 
 ``expected`` is checked against brute-force averaging over every order of every tie group,
 for every metric, on many small random cases (tie groups straddle every cutoff used). The
-closed forms that METRICS.md gives are checked against the same enumeration, so a wrong
+closed forms that docs/metrics.md gives are checked against the same enumeration, so a wrong
 formula in the spec cannot hide behind a library that implements it faithfully.
 """
 
@@ -236,7 +236,7 @@ def test_repeated_ranks_are_ties(ties: str) -> None:
 
 
 def _closed_forms(s: int, h: int, m: int, r: int, n_relevant: int, k: int) -> dict[str, float]:
-    """METRICS.md closed forms, exact (Fraction), for a prefix of s items (h relevant, first)
+    """docs/metrics.md closed forms, exact (Fraction), for a prefix of s items (h relevant, first)
     followed by one group of m tied items holding r relevant ones (binary relevance)."""
     prefix = [1] * h + [0] * (s - h)
     j = max(0, min(m, k - s))

@@ -7,7 +7,7 @@
 >>> round(res["ndcg@2"], 4), res["recall@1"]
 (0.8984, 0.75)
 >>> res.counts
-Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0)
+Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0, recs_in_train=None)
 
 Array functions in the style of scikit-learn (truth first, options keyword-only):
 
@@ -19,7 +19,7 @@ Array functions in the style of scikit-learn (truth first, options keyword-only)
 
 from __future__ import annotations
 
-from . import plot
+from . import _pools, plot
 from ._classification import (
     ConfusionMatrix,
     GaucWeight,
@@ -41,6 +41,7 @@ from ._errors import (
     EngineError,
     InputError,
     MetricError,
+    OutputError,
     RecevalError,
     UndefinedMetricWarning,
 )
@@ -49,6 +50,8 @@ from ._io import read_trec_qrels, read_trec_run
 from ._rating import mae, mse, nmae, r2, rmse
 from ._registry import Metric, MetricSpec, Param, list_metrics, parse_metric
 from ._result import Counts, Result
+
+_pools.serialise_kernels()  # one kernel launch at a time where Numba's layer needs it
 
 __version__ = "0.3.0"
 
@@ -63,6 +66,7 @@ __all__ = [
     "MetricError",
     "MetricSpec",
     "NoRecsPolicy",
+    "OutputError",
     "Param",
     "RecevalError",
     "Result",

@@ -1,5 +1,5 @@
 """Beyond-accuracy metrics: coverage, intra-list similarity and diversity, novelty and
-popularity bias (METRICS.md, "Beyond accuracy"; docs/beyond.md).
+popularity bias (docs/beyond.md).
 
 These metrics judge the lists themselves, so every user in recs counts, in truth or not.
 ``L_u@K`` is the user's ``min(K, n_u)`` best recs (all of them without ``@K``): score
@@ -35,7 +35,8 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -46,27 +47,40 @@ from ._errors import InputError
 from ._evaluate import Part, Prepared, per_user_frame
 from ._exact import parts_weighted
 from ._exact import total as total_exact
-from ._io import Role, read_table
-from ._layout import check_frame, show_rows, trec_tie_keys
+from ._io import Inputs, Role, read_table, rename_ids
+from ._layout import (
+    INTERNAL,
+    IdTypeArg,
+    cast_ids,
+    check_frame,
+    check_id_type,
+    id_type_fix,
+    show_rows,
+    trec_tie_keys,
+)
 from ._registry import Metric
 
 __all__ = [
     "beyond_part",
     "catalog_of",
+    "check_train",
     "check_train_columns",
     "exposure_histogram",
     "global_value",
+    "in_train_counts",
+    "join_key_type",
     "read_items",
     "read_train",
     "train_popularity",
     "unify_items",
+    "warn_in_train",
 ]
 
 _PER_USER = ("ils", "diversity", "novelty", "arp", "long_tail")
 _NEEDS_TRAIN = ("novelty", "arp", "long_tail")
 _NEEDS_FEATURES = ("ils", "diversity")
 _SHOW = 5
-_ONE = "__receval_one__"
+_ONE = f"{INTERNAL}_one__"
 
 
 def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
@@ -252,8 +266,11 @@ class _Context:
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
         opts, user_col = prep.options, prep.user_col
-        train = read_train(opts.get("train"), user_col, item_col, kind)
-        items = read_items(opts.get("items"), user_col, item_col, kind)
+        id_type, inputs = opts.get("id_type", "auto"), opts.get("_inputs")
+        train = opts.get("_train_pairs")  # read once by evaluate when train is given
+        if train is None:
+            train = read_train(opts.get("train"), user_col, item_col, kind, id_type, inputs)
+        items = read_items(opts.get("items"), user_col, item_col, kind, id_type, inputs)
         row_codes = None
         if items is not None:
             catalog = items[item_col]
@@ -450,7 +467,7 @@ def unify_items(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType
     msg = (
         f"item ids of {role} and recs have different types: {role} column {col!r} is {dtype}, "
         f"recs column {col!r} holds {recs_type}; expected both integers or both strings. "
-        f"Convert one side, e.g. pl.col({col!r}).cast(pl.String)."
+        f"{id_type_fix('item')} or convert one side, e.g. pl.col({col!r}).cast(pl.String)."
     )
     raise InputError(msg)
 
@@ -466,35 +483,131 @@ def check_train_columns(columns: list[str], user_col: str, item_col: str) -> Non
             raise InputError(msg)
 
 
+def check_train(prep: Prepared, data: Any) -> Prepared:
+    """``prep`` with train read once (its distinct (user, item) pairs, kept for the beyond
+    metrics) and ``counts.recs_in_train`` set; warns when recs hold items users have in train.
+    """
+    user_col, item_col = prep.user_col, prep.item_col
+    r_items = prep.r_grp.frame[item_col]
+    kind = pl.String if r_items.dtype == pl.String else pl.Int64
+    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    pairs = read_train(data, user_col, item_col, kind, id_type, inputs, unify=False)
+    assert pairs is not None
+    rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.frame, pairs, user_col, item_col)
+    warn_in_train(rows, users, stacklevel=3)
+    counts = replace(prep.counts, recs_in_train=rows)
+    options = prep.options
+    with suppress(InputError):  # item ids typed as recs' are reused by the beyond metrics,
+        # which otherwise read train again and raise this error when one needs it
+        options = {**options, "_train_pairs": unify_items(pairs, "train", item_col, kind)}
+    return replace(prep, counts=counts, options=options)
+
+
+def join_key_type(a: pl.DataType, b: pl.DataType) -> type[pl.DataType]:
+    """The type two id columns are compared as: Int64 when both hold integers (UInt64: as
+    decimal text), else text (train ids read from a CSV file against integer ids elsewhere:
+    ``"7"`` is 7, ``"007"`` is not)."""
+    if a.is_integer() and b.is_integer() and pl.UInt64 not in (a, b):
+        return pl.Int64
+    return pl.String
+
+
+def _join_types(a: pl.DataFrame, b: pl.DataFrame, col: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``a[col]`` and ``b[col]`` of one type (:func:`join_key_type`), to join on."""
+    t, u = a.schema[col], b.schema[col]
+    if t == u:
+        return a, b
+    kind = join_key_type(t, u)
+    return a.with_columns(pl.col(col).cast(kind)), b.with_columns(pl.col(col).cast(kind))
+
+
+def in_train_counts(
+    truth_users: pl.Series, recs: pl.DataFrame, train: pl.DataFrame, user_col: str, item_col: str
+) -> tuple[int, int]:
+    """(rows, users): the recs rows of users in truth whose (user, item) pair is in ``train``
+    (distinct pairs), and how many users they belong to. Ids of different types compare as
+    :func:`join_key_type` says."""
+    keys = recs.select(user_col, item_col)
+    users = pl.DataFrame({user_col: truth_users})
+    users, keys = _join_types(users, keys, user_col)
+    keys = keys.join(users, on=user_col, how="semi")
+    keys, train = _join_types(keys, train, user_col)
+    keys, train = _join_types(keys, train, item_col)
+    found = keys.join(train, on=[user_col, item_col], how="semi")
+    return found.height, found[user_col].n_unique()
+
+
+def warn_in_train(rows: int, users: int, stacklevel: int = 2) -> None:
+    """The warning about recs rows whose item the user already has in train (none: no
+    warning)."""
+    if rows:
+        warnings.warn(
+            f"{rows} recommendation rows ({users} users) are items the user already has in "
+            "train; exclude them before evaluating, or keep them if recommending known items "
+            "is intended (result.counts.recs_in_train counts them).",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
 def read_train(
-    data: Any, user_col: str, item_col: str, kind: type[pl.DataType]
+    data: Any,
+    user_col: str,
+    item_col: str,
+    kind: type[pl.DataType],
+    id_type: IdTypeArg = "auto",
+    inputs: Inputs | None = None,
+    unify: bool = True,
 ) -> pl.DataFrame | None:
-    """Distinct (user, item) pairs of train, item ids typed as in recs."""
+    """Distinct (user, item) pairs of train, ids cast as ``id_type`` asks, item ids typed as
+    in recs (``kind``; ``unify`` false: as read). ``inputs``: train's own column names and
+    format (its columns then renamed to ``user_col`` and ``item_col``)."""
     if data is None:
         return None
     role: Role = "train"
-    raw = read_table(data, role, user_col=user_col, item_col=item_col, value_col=_ONE)
-    check_train_columns(raw.columns, user_col, item_col)
-    raw = raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(_ONE))
+    own_user, own_item = inputs.columns[role] if inputs is not None else (user_col, item_col)
+    fmt = inputs.formats[role] if inputs is not None else None
+    raw = read_table(
+        data, role, user_col=own_user, item_col=own_item, value_col=_ONE, input_format=fmt
+    )
+    check_train_columns(raw.columns, own_user, own_item)
+    raw = raw.select(own_user, own_item).with_columns(pl.lit(1.0).alias(_ONE))
     frame = check_frame(
-        raw, role, id_cols=[user_col, item_col], value_col=_ONE, value_name="unused",
+        raw, role, id_cols=[own_user, own_item], value_col=_ONE, value_name="unused",
         fix="train needs only the user and item columns.",
     )  # fmt: skip
-    frame = unify_items(frame, "train", item_col, kind)
-    return frame.select(user_col, item_col).unique()
+    kinds = check_id_type(id_type)
+    frame = cast_ids(frame, role, {own_user: kinds["user"], own_item: kinds["item"]})
+    if unify:
+        frame = unify_items(frame, "train", own_item, kind)
+    ids = [pl.col(own_user).alias(user_col), pl.col(own_item).alias(item_col)]
+    return frame.select(ids).unique()
 
 
 def read_items(
-    data: Any, user_col: str, item_col: str, kind: type[pl.DataType]
+    data: Any,
+    user_col: str,
+    item_col: str,
+    kind: type[pl.DataType],
+    id_type: IdTypeArg = "auto",
+    inputs: Inputs | None = None,
 ) -> pl.DataFrame | None:
-    """The item table sorted by item id (ids unique, typed as in recs)."""
+    """The item table sorted by item id (ids cast as ``id_type`` asks, then unique and typed
+    as in recs). ``inputs``: the table's own item column name and format (the column then
+    renamed to ``item_col``)."""
     if data is None:
         return None
     role: Role = "items"
     if not isinstance(data, pl.DataFrame | pl.LazyFrame) and isinstance(data, dict):
         msg = "items must be a Polars/pandas DataFrame, a PyArrow Table or a Parquet/CSV file."
         raise InputError(msg)
-    raw = read_table(data, role, user_col=user_col, item_col=item_col, value_col=_ONE)
+    canonical = item_col
+    if inputs is not None:
+        item_col = inputs.columns[role][1]
+    fmt = inputs.formats[role] if inputs is not None else None
+    raw = read_table(
+        data, role, user_col=user_col, item_col=item_col, value_col=_ONE, input_format=fmt
+    )
     if item_col not in raw.columns:
         msg = (
             f"items is missing column {item_col!r} (columns found: {raw.columns}); pass "
@@ -505,6 +618,7 @@ def read_items(
         raw.select(item_col).with_columns(pl.lit(1.0).alias(_ONE)), role, id_cols=[item_col],
         value_col=_ONE, value_name="unused", fix="",
     )  # fmt: skip
+    checked = cast_ids(checked, role, {item_col: check_id_type(id_type)["item"]})
     frame = raw.with_columns(checked[item_col])
     frame = unify_items(frame, "items", item_col, kind)
     dup = pl.col(item_col).is_duplicated()
@@ -515,7 +629,8 @@ def read_items(
             f"First offending rows:\n{show_rows(frame, dup, [item_col])}"
         )
         raise InputError(msg)
-    return frame.sort(item_col)
+    frame = rename_ids(frame, role, (user_col, item_col), (user_col, canonical))
+    return frame.sort(canonical)
 
 
 def _ils_columns(

@@ -40,63 +40,80 @@ def _top_one(
     k: int,
     out: np.ndarray,
     pos: int,
+    heap_s: np.ndarray,
+    heap_t: np.ndarray,
+    heap_r: np.ndarray,
 ) -> None:
     """Write the rows of the user's top ``k`` (by ``sign * score`` descending, then tie key
     ascending), in that order, to ``out[pos:pos + min(k, stop - start)]``.
 
-    Selection is linear on average (two partitions: the k-th score, then the tie keys of the
-    rows at that score); only the selected rows are sorted. Lists whose top holds at most
-    ``_SMALL`` rows go to ``_top_insert`` instead.
+    One pass keeps the best rows seen so far in a binary heap whose root is the one that ranks
+    last (a row that ranks after it is skipped at the cost of one comparison); the heap is then
+    emptied from the back of the output. O(n log k), with the kernel's own loops only (no NumPy
+    sort or partition to compile on a first run). Lists whose top holds at most ``_SMALL`` rows
+    go to ``_top_insert`` instead.
     """
-    n = stop - start
-    m = min(k, n)
-    chosen = np.empty(m, dtype=np.int64)
-    if n > m:
-        neg = np.empty(n, dtype=np.float64)
-        for r in range(n):
-            neg[r] = -sign * score[start + r]
-        cut = -np.partition(neg, m - 1)[m - 1]  # the m-th largest score
-        j = 0
-        n_eq = 0
-        for r in range(start, stop):
-            s = sign * score[r]
-            if s > cut:
-                chosen[j] = r
-                j += 1
-            elif s == cut:
-                n_eq += 1
-        need = m - j
-        eq_rows = np.empty(n_eq, dtype=np.int64)
-        eq_tie = np.empty(n_eq, dtype=np.int64)
-        q = 0
-        for r in range(start, stop):
-            if sign * score[r] == cut:
-                eq_rows[q] = r
-                eq_tie[q] = tie[r]
-                q += 1
-        if need == n_eq:
-            for q in range(n_eq):
-                chosen[j] = eq_rows[q]
-                j += 1
+    m = min(k, stop - start)
+    size = 0  # the heap: heap_s, heap_t, heap_r[:size] (score, tie key, row; scratch >= m)
+    for r in range(start, stop):
+        s = sign * score[r]
+        t = tie[r]
+        if size < m:  # sift up: entries that rank before r move down
+            i = size
+            size += 1
+            while i > 0:
+                parent = (i - 1) >> 1
+                ps = heap_s[parent]
+                if ps > s or (ps == s and heap_t[parent] < t):
+                    heap_s[i] = ps
+                    heap_t[i] = heap_t[parent]
+                    heap_r[i] = heap_r[parent]
+                    i = parent
+                else:
+                    break
+            heap_s[i] = s
+            heap_t[i] = t
+            heap_r[i] = r
+        elif s > heap_s[0] or (s == heap_s[0] and t < heap_t[0]):  # r ranks before the root
+            _sift_down(heap_s, heap_t, heap_r, size, s, t, r)
+    for q in range(m - 1, -1, -1):  # the root ranks last: fill the output from the back
+        out[pos + q] = heap_r[0]
+        size -= 1
+        if size > 0:
+            _sift_down(heap_s, heap_t, heap_r, size, heap_s[size], heap_t[size], heap_r[size])
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(
+    heap_s: np.ndarray,
+    heap_t: np.ndarray,
+    heap_r: np.ndarray,
+    size: int,
+    s: float,
+    t: int,
+    r: int,
+) -> None:
+    """Put the entry ``(s, t, r)`` at the root of the heap of ``size`` entries (root: the entry
+    that ranks last) and sift it down: a child that ranks after it moves up."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (
+            heap_s[c + 1] < heap_s[c] or (heap_s[c + 1] == heap_s[c] and heap_t[c + 1] > heap_t[c])
+        ):
+            c += 1  # the child that ranks later
+        if heap_s[c] < s or (heap_s[c] == s and heap_t[c] > t):
+            heap_s[i] = heap_s[c]
+            heap_t[i] = heap_t[c]
+            heap_r[i] = heap_r[c]
+            i = c
         else:
-            bar = np.partition(eq_tie.copy(), need - 1)[need - 1]  # distinct keys
-            for q in range(n_eq):
-                if eq_tie[q] <= bar:
-                    chosen[j] = eq_rows[q]
-                    j += 1
-    else:
-        for r in range(n):
-            chosen[r] = start + r
-    keys = np.empty(m, dtype=np.int64)
-    for q in range(m):
-        keys[q] = tie[chosen[q]]
-    chosen = chosen[np.argsort(keys, kind="mergesort")]
-    neg_sel = np.empty(m, dtype=np.float64)
-    for q in range(m):
-        neg_sel[q] = -sign * score[chosen[q]]
-    chosen = chosen[np.argsort(neg_sel, kind="mergesort")]
-    for q in range(m):
-        out[pos + q] = chosen[q]
+            break
+    heap_s[i] = s
+    heap_t[i] = t
+    heap_r[i] = r
 
 
 @njit(cache=True, nogil=True)
@@ -164,16 +181,46 @@ def _select_top(
     out = np.empty(out_off[n_users], dtype=np.int64)
     n_chunks = (n_users + _CHUNK - 1) // _CHUNK
     for c in prange(n_chunks):
+        first = c * _CHUNK
+        last = min(n_users, first + _CHUNK)
+        size = _SMALL
+        for u in range(first, last):
+            size = max(size, out_off[u + 1] - out_off[u])
+        buf_s = np.empty(size, dtype=np.float64)
+        buf_t = np.empty(size, dtype=np.int64)
+        buf_r = np.empty(size, dtype=np.int64)
+        for u in range(first, last):
+            start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+            m = min(k, stop - start)
+            if m <= _SMALL:
+                _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
+            else:
+                _top_one(score, sign, tie, start, stop, k, out, pos, buf_s, buf_t, buf_r)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _select_small(
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    k: int,
+    out_off: np.ndarray,
+) -> np.ndarray:
+    """:func:`_select_top` for ``k <= _SMALL``: every top by ``_top_insert``, so that the common
+    small K does not compile the heap of ``_top_one`` on a first run."""
+    n_users = offsets.shape[0] - 1
+    out = np.empty(out_off[n_users], dtype=np.int64)
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    for c in prange(n_chunks):
         buf_s = np.empty(_SMALL, dtype=np.float64)
         buf_t = np.empty(_SMALL, dtype=np.int64)
         buf_r = np.empty(_SMALL, dtype=np.int64)
         for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
             start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
             m = min(k, stop - start)
-            if m <= _SMALL:
-                _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
-            else:
-                _top_one(score, sign, tie, start, stop, k, out, pos)
+            _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
     return out
 
 
@@ -316,7 +363,7 @@ def select_top(
     lengths = np.minimum(np.diff(offsets), k)
     out_off = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum(lengths, out=out_off[1:])
-    kernel: Any = _select_top
+    kernel: Any = _select_small if k <= _SMALL else _select_top
     sign = -1.0 if negate else 1.0
     args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off))
     return out_off, kernel(*args)

@@ -13,8 +13,8 @@ positives). Counts are integers (exact); the AUC is one division.
 GAUC groups rows by user with a counting sort and runs the same count per user
 (:func:`_group_pair_counts`, ``prange`` over users).
 
-Layering (STYLE.md 5): ``_count_chunk`` (one chunk / one user), ``_pair_counts`` /
-``_group_pair_counts`` (``prange`` drivers), and the documented Python functions.
+Layering: ``_count_chunk`` (one chunk / one user), ``_pair_counts`` / ``_group_pair_counts``
+(``prange`` drivers), and the documented Python functions.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from numba import njit, prange
 
 from ._errors import InputError, UndefinedMetricWarning
 from ._exact import CAP, grow, parts, total
+from ._layout import FLOAT_EXACT, inexact_integers_message
+from ._pools import check_pools
 
 __all__ = [
     "ConfusionMatrix",
@@ -74,6 +76,7 @@ def as_vector(values: Any, name: str) -> np.ndarray:
     Accepts NumPy arrays, lists and tuples, pandas and Polars Series, and PyArrow arrays
     (chunked or not).
     """
+    check_pools()  # every array enters here: refuse a forked child before a kernel could hang
     module = type(values).__module__.split(".")[0]
     found = type(values).__name__
     if module == "polars" and isinstance(values, pl.Series):
@@ -166,7 +169,9 @@ def as_labels(values: Any, name: str = "y_true") -> np.ndarray:
 def as_scores(values: Any, name: str = "y_score", *, finite: bool = False) -> np.ndarray:
     """Numbers as float64 (a copy only when the dtype differs); NaN is an :class:`InputError`,
     and so is an infinity when ``finite``."""
-    arr = np.asarray(_numeric(as_vector(values, name), name), dtype=np.float64)
+    raw = as_vector(values, name)
+    _check_exact(raw, name)
+    arr = np.asarray(_numeric(raw, name), dtype=np.float64)
     bad = ~np.isfinite(arr) if finite else np.isnan(arr)
     if bad.any():
         what = "non-finite" if finite else "NaN"
@@ -176,6 +181,27 @@ def as_scores(values: Any, name: str = "y_score", *, finite: bool = False) -> np
         )
         raise InputError(msg)
     return arr
+
+
+def _check_exact(raw: np.ndarray, name: str) -> None:
+    """Refuse integers that float64 cannot hold exactly (distinct scores would tie)."""
+    if raw.dtype.kind in "iu":
+        limit = np.array(FLOAT_EXACT).astype(raw.dtype) if raw.dtype.itemsize >= 8 else None
+        if limit is None:
+            return
+        wide = raw[(raw > limit) | (raw < -limit)] if raw.dtype.kind == "i" else raw[raw > limit]
+        inexact = [int(v) for v in wide.tolist() if float(v) != int(v)]
+    elif raw.dtype == object:
+        inexact = [
+            v for v in raw.tolist()
+            if type(v) is int and abs(v) > FLOAT_EXACT and (abs(v) >= 2**1024 or float(v) != v)
+        ]  # fmt: skip
+    else:
+        return
+    if inexact:
+        bad = np.isin(raw, np.array(inexact, dtype=raw.dtype))
+        fix = f"rescale them (subtract the smallest value) first. Positions: {_positions(bad)}."
+        raise InputError(inexact_integers_message(f"`{name}`", len(inexact), fix))
 
 
 def same_length(a: np.ndarray, b: np.ndarray, names: tuple[str, str]) -> None:

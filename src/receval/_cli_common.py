@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 __all__ = [
+    "ColumnsOpt",
+    "IdTypeOpt",
+    "InputFormatOpt",
     "ItemColOpt",
     "ItemFeaturesOpt",
     "ItemsOpt",
@@ -31,6 +34,7 @@ __all__ = [
     "fail",
     "features",
     "out",
+    "show_warning",
 ]
 
 out = Console(soft_wrap=True)
@@ -38,7 +42,7 @@ err = Console(stderr=True, soft_wrap=True)
 
 
 class Ties(StrEnum):
-    """Tie policies (see METRICS.md)."""
+    """Tie policies (see docs/metrics.md, "Ties")."""
 
     expected = "expected"
     first = "first"
@@ -59,6 +63,19 @@ def fail(exc: Exception) -> typer.Exit:
     """Print ``exc`` as an error on stderr; the exit (code 2) to raise."""
     err.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False)
     return typer.Exit(code=2)
+
+
+def show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` for the command line: one line ``warning: ...`` on stderr,
+    without the Python file, line number and source line of the default format."""
+    err.print(f"[yellow]warning:[/] {escape(str(message))}", markup=True, highlight=False)
 
 
 def features(text: str | None) -> str | list[str] | None:
@@ -85,7 +102,11 @@ RelevanceColOpt = Annotated[
 TiesOpt = Annotated[Ties | None, typer.Option(help="Tie policy \\[default: expected].")]
 ThresholdOpt = Annotated[
     float | None,
-    typer.Option(help="Relevance threshold: relevant when relevance >= this \\[default: 1]."),
+    typer.Option(
+        "--relevance-threshold",
+        "--threshold",
+        help="Relevance threshold: relevant when relevance >= this \\[default: 1].",
+    ),
 ]
 NoRecsOpt = Annotated[
     NoRecs | None,
@@ -106,9 +127,34 @@ ItemFeaturesOpt = Annotated[
         "columns separated by commas (Jaccard)."
     ),
 ]
+IdTypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="[auto|str|int|user=KIND,item=KIND]",
+        help="Type of user and item ids: auto (CSV, TSV and TREC ids are text, Parquet keeps "
+        "its types), str (all text), int (all integers: 007 = 7), or a kind by id, e.g. "
+        "item=int \\[default: auto].",
+    ),
+]
 RatingRangeOpt = Annotated[
     tuple[float, float] | None,
     typer.Option(help="Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."),
+]
+InputFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="[parquet|csv|tsv|trec|INPUT=FORMAT,...]",
+        help="Format of the input files, overriding their suffix: one for every file, or by "
+        "input, e.g. truth=tsv,train=tsv \\[default: by suffix; RecBole's .inter is TSV].",
+    ),
+]
+ColumnsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        metavar="INPUT.ID=NAME",
+        help="One input's own id column, repeatable: INPUT is truth, recs, train or items, ID "
+        "user or item, e.g. --columns recs.user=uid \\[default: --user-col / --item-col].",
+    ),
 ]
 
 
@@ -126,6 +172,9 @@ def evaluate_options(
     items: Path | None = None,
     item_features: str | None = None,
     rating_range: tuple[float, float] | None = None,
+    id_type: str | None = None,
+    input_format: str | None = None,
+    columns: list[str] | None = None,
 ) -> dict[str, Any]:
     """The options given on the command line, as :func:`receval.evaluate`'s keywords."""
     given = {
@@ -134,5 +183,6 @@ def evaluate_options(
         "ties": ties.value if ties else None, "relevance_threshold": threshold,
         "no_recs": no_recs.value if no_recs else None, "train": train, "items": items,
         "item_features": features(item_features), "rating_range": rating_range,
+        "id_type": id_type, "input_format": input_format, "columns": columns or None,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}

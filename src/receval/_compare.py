@@ -17,7 +17,7 @@ from typing import Any, get_args
 import numpy as np
 import polars as pl
 
-from ._errors import InputError
+from ._errors import InputError, about
 from ._evaluate import evaluate
 from ._io import read_table
 from ._registry import Metric, parse_metric, parse_metrics
@@ -81,6 +81,10 @@ class Comparison:
     settings:
         The options of the comparison (test, correction, alpha, confidence, ci, n_resamples,
         n_permutations, seed) and of the evaluation.
+    inputs:
+        The truth and runs as given to :func:`compare` and the options passed to
+        :func:`receval.evaluate` (references, not copies), for the report's metric@K curves and
+        provenance; None when not known.
     """
 
     def __init__(
@@ -90,12 +94,15 @@ class Comparison:
         baseline: str,
         metrics: tuple[Metric, ...],
         settings: dict[str, Any],
+        *,
+        inputs: Mapping[str, Any] | None = None,
     ) -> None:
         self._table = table
         self._results = results
         self._baseline = baseline
         self._metrics = metrics
         self._settings = settings
+        self._inputs = inputs
 
     @property
     def table(self) -> pl.DataFrame:
@@ -131,6 +138,13 @@ class Comparison:
     def settings(self) -> dict[str, Any]:
         """Options of the comparison and of the evaluation."""
         return dict(self._settings)
+
+    @property
+    def inputs(self) -> dict[str, Any] | None:
+        """``{"truth": ..., "runs": {name: ...}, "options": {...}}``: the truth and runs as
+        given to :func:`compare` (paths, DataFrames, dicts: the objects themselves, not copies)
+        and the options passed to :func:`receval.evaluate`; None when not known."""
+        return None if self._inputs is None else dict(self._inputs)
 
     def cell(self, model: str, metric: str) -> dict[str, Any]:
         """The table row of ``model`` and ``metric`` (any spelling of the metric) as a dict."""
@@ -182,16 +196,38 @@ class Comparison:
         path: str | os.PathLike[str],
         *,
         plots: bool = True,
+        curves: bool = True,
         title: str = "receval comparison",
         figures: Mapping[str, Any] | None = None,
         digits: int = 4,
     ) -> Path:
-        """Write one self-contained HTML file (tables and plots embedded as base64 PNG, no
-        external URL) atomically; return its path. ``plots=False`` leaves the plots out (no
-        matplotlib needed); ``figures`` adds more matplotlib figures, by caption."""
+        """Write one self-contained HTML file (tables, plots and provenance; images embedded
+        as base64 PNG, no external URL) atomically; return its path.
+
+        Parameters
+        ----------
+        path:
+            The ``.html`` file to write.
+        plots:
+            The intervals plot and the per-user distributions; ``False`` leaves every plot
+            out (no matplotlib needed).
+        curves:
+            With ``plots``: a metric@K curve for K = 1..K of each compared ranking metric with
+            a cutoff (its largest K, at most 100) and the runs' ROC curves when a
+            classification metric is compared, drawn from the comparison's own inputs (the
+            runs are evaluated again at each K). Left out when the inputs are not known.
+        title:
+            The page title.
+        figures:
+            More matplotlib figures, by caption, after the others.
+        digits:
+            Decimals of the means and p-values.
+        """
         from ._report import write_html
 
-        return write_html(self, path, plots=plots, title=title, figures=figures, digits=digits)
+        return write_html(
+            self, path, plots=plots, curves=curves, title=title, figures=figures, digits=digits
+        )
 
     def _repr_html_(self) -> str:
         from ._report import html_tables
@@ -300,6 +336,8 @@ def compare(
         msg = f"baseline must be one of the runs ({', '.join(map(repr, names))}); got {base!r}."
         raise InputError(msg)
     user_col = str(options.get("user_col", "user"))
+    # as given (references): the report's curves evaluate them again, its provenance names them
+    inputs = {"truth": truth, "runs": dict(runs), "options": dict(options)}
     if isinstance(truth, str | os.PathLike):
         truth = read_table(
             truth,
@@ -313,7 +351,8 @@ def compare(
     with _progress(progress) as step:
         for name in names:
             step(f"evaluating {name}")
-            results[name] = evaluate(truth, runs[name], plan, **options)
+            with about(f"run {name!r}"):
+                results[name] = evaluate(truth, runs[name], plan, **options)
         step("bootstrap intervals and tests")
         rows = _rows(
             results, plan, base, user_col, test=test, confidence=confidence, ci=ci,
@@ -334,7 +373,7 @@ def compare(
         "n_permutations": n_permutations, "seed": seed,
         "evaluate": results[base].settings,
     }  # fmt: skip
-    return Comparison(table, results, base, plan, settings)
+    return Comparison(table, results, base, plan, settings, inputs=inputs)
 
 
 def _check_options(
@@ -401,24 +440,29 @@ def _rows(
     seed: int,
 ) -> list[tuple[Any, ...]]:
     names = list(results)
+    j_base = names.index(base)
+    # looked up once per model, not once per metric: linear in the number of metrics
+    means = {name: res.means for name, res in results.items()}
+    columns = {name: set(res.per_user.columns) for name, res in results.items()}
+    axis = _UserAxis(results, user_col)
     cells: dict[tuple[str, str], tuple[Any, ...]] = {}
     for metric in plan:
         key = metric.canonical
-        kind = _kind(results, metric, user_col)
+        kind = _kind(results, metric, user_col, columns)
         if kind != "per_user":
             note = NOTE_GLOBAL if kind == "global" else NOTE_WEIGHTED
             for name in names:
                 res = results[name]
-                n = res.per_user[key].drop_nulls().len() if key in res.per_user.columns else None
+                n = res.per_user[key].drop_nulls().len() if key in columns[name] else None
                 cells[name, key] = (
-                    name, key, res.means[key], None, None, None, None, None, None, n, None, note,
+                    name, key, means[name][key], None, None, None, None, None, None, n, None,
+                    note,
                 )  # fmt: skip
             continue
-        values, masks = _aligned(results, key, user_col)
+        values, masks = axis.aligned(key)
         bounds = _intervals(values, masks, confidence, ci, n_resamples, seed)
-        j_base = names.index(base)
         for j, name in enumerate(names):
-            mean = results[name].means[key]
+            mean = means[name][key]
             n_users = int(masks[:, j].sum())
             low, high = bounds[j]
             if j == j_base:
@@ -451,17 +495,25 @@ def _nan_to_none(row: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(None if isinstance(v, float) and math.isnan(v) else v for v in row)
 
 
-def _kind(results: dict[str, Result], metric: Metric, user_col: str) -> str:
+def _kind(
+    results: dict[str, Result],
+    metric: Metric,
+    user_col: str,
+    columns: dict[str, set[str]] | None = None,
+) -> str:
     """``per_user`` (CI and test), ``global`` (no per-user values) or ``weighted`` (per-user
-    values whose plain mean is not the reported mean)."""
+    values whose plain mean is not the reported mean). ``columns``: each model's per-user
+    column names, as sets (read from the results when not given)."""
     key = metric.canonical
-    if any(key not in r.per_user.columns for r in results.values()):
+    if columns is None:
+        columns = {name: set(res.per_user.columns) for name, res in results.items()}
+    if any(key not in columns[name] for name in results):
         return "global"
     if not _user_averaged(metric):
         return "weighted"
     for res in results.values():  # guard: the reported mean must be the plain per-user mean
         col = res.per_user[key].drop_nulls().to_numpy()
-        mean = res.means[key]
+        mean = res[key]  # a canonical name: a dict lookup
         if col.size and not math.isclose(
             math.fsum(col) / col.size, mean, rel_tol=1e-9, abs_tol=1e-12
         ):
@@ -469,21 +521,39 @@ def _kind(results: dict[str, Result], metric: Metric, user_col: str) -> str:
     return "per_user"
 
 
-def _aligned(results: dict[str, Result], key: str, user_col: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-user values of every model on one user axis: ``(n_users, n_models)`` values (0
-    where missing) and the mask of present values."""
-    frames = [
-        res.per_user.select(user_col, pl.col(key).alias(f"m{j}")).drop_nulls()
-        for j, res in enumerate(results.values())
-    ]
-    wide = frames[0]
-    for other in frames[1:]:
-        wide = wide.join(other, on=user_col, how="full", coalesce=True)
-    wide = wide.sort(user_col)
-    cols = [f"m{j}" for j in range(len(frames))]
-    masks = np.column_stack([wide[c].is_not_null().to_numpy() for c in cols])
-    values = np.column_stack([wide[c].fill_null(0.0).to_numpy() for c in cols]).astype(np.float64)
-    return values, masks
+class _UserAxis:
+    """The users of every model's per-user frame, sorted by id, joined once for all metrics:
+    for each model, the row of its per-user frame at each position of the axis (-1: none)."""
+
+    def __init__(self, results: dict[str, Result], user_col: str) -> None:
+        self._frames = [res.per_user for res in results.values()]
+        rows = [
+            frame.select(user_col, pl.int_range(pl.len(), dtype=pl.Int64).alias(f"r{j}"))
+            for j, frame in enumerate(self._frames)
+        ]
+        wide = rows[0]
+        for other in rows[1:]:
+            wide = wide.join(other, on=user_col, how="full", coalesce=True)
+        wide = wide.sort(user_col)
+        self._rows = [wide[f"r{j}"].fill_null(-1).to_numpy() for j in range(len(rows))]
+        self._size = wide.height
+
+    def aligned(self, key: str) -> tuple[np.ndarray, np.ndarray]:
+        """Per-user values of metric ``key`` of every model on the axis: ``(n_users,
+        n_models)`` values (0 where missing) and the mask of present (non-null) values. Users
+        no model has a value for are all-False rows, which no interval or test reads."""
+        values = np.zeros((self._size, len(self._frames)), dtype=np.float64)
+        masks = np.zeros((self._size, len(self._frames)), dtype=np.bool_)
+        for j, (frame, rows) in enumerate(zip(self._frames, self._rows, strict=True)):
+            col = frame[key]
+            at = rows >= 0
+            if col.null_count():
+                values[at, j] = col.fill_null(0.0).to_numpy()[rows[at]]
+                masks[at, j] = col.is_not_null().to_numpy()[rows[at]]
+            else:  # the common case, without a Polars expression per metric
+                values[at, j] = col.to_numpy()[rows[at]]
+                masks[at, j] = True
+        return values, masks
 
 
 def _intervals(

@@ -13,7 +13,19 @@ Example ``eval.toml``::
     train = "data/train.parquet"
     ties = "expected"
     relevance_threshold = 1
+    id_type = "auto"          # or "str" / "int": how user and item ids are typed
+    input_format = "tsv"      # files whose suffix does not tell (or {truth = "tsv"})
     per_user = "out/per_user.parquet"
+
+    [columns.recs]            # recs' own id columns (truth's names the output)
+    user = "uid"
+    item = "iid"
+
+``receval compare --config`` and ``receval report --config`` read the same keys (less
+``recs`` and ``per_user``) plus the comparison's: ``runs`` (a table NAME = PATH, in order),
+``baseline``, ``test``, ``correction``, ``alpha``, ``confidence``, ``ci``, ``n_resamples``,
+``n_permutations``, ``seed`` and ``output``, with ``format`` (compare) or ``title`` and
+``curves`` (report).
 """
 
 from __future__ import annotations
@@ -25,25 +37,70 @@ from pathlib import Path
 from typing import Any
 
 from ._errors import InputError
+from ._io import check_columns, check_input_format
 
-__all__ = ["CONFIG_KEYS", "load_config"]
+__all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "load_config"]
 
 _PATHS = ("truth", "recs", "per_user", "train", "items")
 _STRINGS = (
-    "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format"
+    "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format",
+    "id_type",
 )  # fmt: skip
 CONFIG_KEYS = (
-    *_PATHS, "metrics", *_STRINGS, "relevance_threshold", "item_features", "rating_range"
+    *_PATHS, "metrics", *_STRINGS, "relevance_threshold", "item_features", "rating_range",
+    "input_format", "columns",
 )  # fmt: skip
+"""The keys of ``receval evaluate --config``."""
+
+# compare and report: evaluate's keys less recs, per_user and format, plus the comparison's
+_EVALUATE_OPTIONS = tuple(
+    k for k in CONFIG_KEYS
+    if k not in ("recs", "per_user", "format", "input_format", "columns")  # evaluate's only
+)  # fmt: skip
+_NUMBERS = ("relevance_threshold", "alpha", "confidence")
+_INTEGERS = ("n_resamples", "n_permutations", "seed")
+_COMPARISON = (
+    "runs", "baseline", "test", "correction", "alpha", "confidence", "ci", "n_resamples",
+    "n_permutations", "seed", "output",
+)  # fmt: skip
+# names a newcomer may write (the command line's) -> the key
+_FLAG_NAMES = {
+    "recs": "runs", "run": "runs", "resamples": "n_resamples", "permutations": "n_permutations",
+    "metric": "metrics", "threshold": "relevance_threshold",
+}  # fmt: skip
+COMPARE_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "format")
+"""The keys of ``receval compare --config``."""
+REPORT_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "title", "curves")
+"""The keys of ``receval report --config``."""
 
 
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read and check a config file; return its settings with paths resolved."""
+def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[str, Any]:
+    """Read and check a config file; return its settings with paths resolved.
+
+    Parameters
+    ----------
+    path:
+        The TOML file (or JSON, by the ``.json`` suffix).
+    keys:
+        The keys the command knows (:data:`CONFIG_KEYS`, :data:`COMPARE_KEYS` or
+        :data:`REPORT_KEYS`); any other key is an :class:`InputError` with a did-you-mean hint.
+
+    Returns
+    -------
+    dict
+        Key -> checked value; paths (and the paths of ``runs``) relative to the file's folder.
+    """
     source = Path(path)
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
         msg = f"config file {str(source)!r} could not be read: {exc.strerror or exc}."
+        raise InputError(msg) from None
+    except UnicodeDecodeError as exc:
+        msg = (
+            f"config file {str(source)!r} is not UTF-8 text: byte {exc.object[exc.start]:#04x} "
+            f"at offset {exc.start} cannot be decoded. Save the file as UTF-8."
+        )
         raise InputError(msg) from None
     try:
         doc = json.loads(text) if source.suffix.lower() == ".json" else tomllib.loads(text)
@@ -59,26 +116,58 @@ def load_config(path: str | Path) -> dict[str, Any]:
 
     settings: dict[str, Any] = {}
     for key, value in doc.items():
-        if key not in CONFIG_KEYS:
-            close = difflib.get_close_matches(key, CONFIG_KEYS, n=2)
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=2)
+            if _FLAG_NAMES.get(key) in keys:  # a flag's name, e.g. resamples for --resamples
+                close = [_FLAG_NAMES[key], *(c for c in close if c != _FLAG_NAMES[key])][:2]
             hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             msg = (
                 f"config file {str(source)!r} has an unknown key {key!r}{hint} "
-                f"Known keys: {', '.join(CONFIG_KEYS)}."
+                f"Known keys: {', '.join(keys)}."
             )
             raise InputError(msg)
         settings[key] = _check(source, key, value)
     return settings
 
 
+def _path(source: Path, value: str) -> Path:
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else source.parent / path
+
+
 def _check(source: Path, key: str, value: Any) -> Any:
     where = f"config file {str(source)!r}: {key}"
-    if key in _PATHS:
+    if key in _PATHS or key == "output":
         if not isinstance(value, str):
             msg = f"{where} must be a path string; got {value!r}."
             raise InputError(msg)
-        path = Path(value).expanduser()
-        return path if path.is_absolute() else source.parent / path
+        return _path(source, value)
+    if key == "runs":
+        table = (
+            isinstance(value, dict)
+            and value
+            and all(isinstance(p, str) and p.strip() for p in value.values())
+            and all(n.strip() for n in value)
+        )
+        if not table:
+            msg = (
+                f"{where} must be a non-empty table NAME = PATH (e.g. [runs] pop = "
+                f'"runs/pop.parquet"); got {value!r}.'
+            )
+            raise InputError(msg)
+        return {name.strip(): _path(source, p.strip()) for name, p in value.items()}
+    if key in _INTEGERS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"{where} must be an integer; got {value!r}."
+            raise InputError(msg)
+        return value
+    if key == "correction" and value is None:  # JSON null: no correction
+        return "none"
+    if key == "curves":
+        if not isinstance(value, bool):
+            msg = f"{where} must be true or false; got {value!r}."
+            raise InputError(msg)
+        return value
     if key == "metrics":
         if isinstance(value, str):
             value = [value]
@@ -106,7 +195,16 @@ def _check(source: Path, key: str, value: Any) -> Any:
             msg = f"{where} must be two numbers [r_min, r_max]; got {value!r}."
             raise InputError(msg)
         return (value[0], value[1])
-    if key == "relevance_threshold":
+    if key in ("columns", "input_format"):  # a table or text, checked as evaluate checks it
+        try:
+            if key == "columns":
+                check_columns(value, "user", "item")
+            else:
+                check_input_format(value)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        return value
+    if key in _NUMBERS:
         if isinstance(value, bool) or not isinstance(value, int | float):
             msg = f"{where} must be a number; got {value!r}."
             raise InputError(msg)

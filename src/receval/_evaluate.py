@@ -15,8 +15,9 @@ into one :class:`~receval.Result`.
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -26,10 +27,14 @@ import polars as pl
 
 from . import _kernels as K
 from ._errors import InputError
-from ._io import read_table
+from ._io import ROLES, Inputs, check_exists, read_table
 from ._layout import (
     Grouped,
+    IdTypeArg,
+    cast_ids,
+    check_column_names,
     check_frame,
+    check_id_type,
     exact_item_keys,
     group_by_user,
     item_keys,
@@ -48,12 +53,14 @@ __all__ = [
     "Prepared",
     "TiesPolicy",
     "check_inputs",
+    "check_spark_options",
     "check_threshold",
     "evaluate",
     "join_per_user",
     "no_evaluated_message",
     "per_user_frame",
     "prepare",
+    "warn_unused_relevance",
 ]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
@@ -82,6 +89,15 @@ _OPS = {
     "r_precision": K.OP_R_PRECISION,
 }
 _USERS_PER_CHUNK = 256
+# truth column names (compared in lower case) that look like a relevance grade: one of them
+# left unused while every row gets relevance 1 is named in a warning
+GRADE_NAMES = frozenset(
+    {
+        "relevance", "relevance_score", "rel", "rating", "ratings", "rate", "stars", "label",
+        "labels", "grade", "grades", "score", "scores", "weight", "click", "clicks", "clicked",
+        "judgment", "judgement", "gain", "preference", "target",
+    }
+)  # fmt: skip
 
 
 def evaluate(
@@ -101,6 +117,9 @@ def evaluate(
     items: Any = None,
     item_features: str | list[str] | Callable[[Any, Any], float] | None = None,
     rating_range: tuple[float, float] | None = None,
+    id_type: IdTypeArg = "auto",
+    columns: Mapping[str, Mapping[str, str]] | Iterable[str] | None = None,
+    input_format: str | Mapping[str, str] | None = None,
     engine: Engine = "auto",
     spark: Any = None,
     partitions: int | None = None,
@@ -121,9 +140,13 @@ def evaluate(
         Metric strings such as ``"ndcg@10"``, ``"map(denominator=min)@100"``,
         ``"recall(rel=2)@20"``; see :func:`receval.list_metrics`.
     user_col, item_col, score_col, rank_col, relevance_col:
-        Column names. ``rank_col`` replaces ``score_col`` when given. Without
-        ``relevance_col``, truth's ``"relevance"`` column is used when present, else every row
-        has relevance 1; a ``relevance_col`` that is named must exist.
+        Column names. ``user_col`` and ``item_col`` name the id columns of every input (truth,
+        recs, train, items; ``columns`` names one input's own). ``rank_col`` replaces
+        ``score_col`` when given. Without ``relevance_col``, truth's ``"relevance"`` column is
+        used when present, else every row has relevance 1 (a truth column named like a grade,
+        such as ``rating`` or ``label``, is then named in a warning); a ``relevance_col`` that
+        is named must exist. ``result.settings["relevance_col"]`` says which was used (None:
+        relevance 1).
     ties:
         How equal scores (or repeated ranks) are ordered: ``"expected"`` (the expected value
         over all orders of each tie group, in closed form), ``"first"`` (input row order),
@@ -138,7 +161,9 @@ def evaluate(
         left out (``"skip"``) or raise an error (``"raise"``).
     train:
         Training interactions ``(user, item)`` (same sources as ``truth``): item popularity
-        for ``novelty``, ``arp`` and ``long_tail``, and catalog items for ``coverage``.
+        for ``novelty``, ``arp`` and ``long_tail``, and catalog items for ``coverage``. When
+        given, recs rows of truth users whose item the user already has in train are counted
+        (``result.counts.recs_in_train``) and, if any, named in a warning.
     items:
         The item table (``item_col`` plus feature columns): the catalog for ``coverage`` and
         ``gini``, and the item features for ``ils`` / ``diversity``.
@@ -148,6 +173,28 @@ def evaluate(
         sets), or a function ``sim(item_a, item_b) -> float`` of two item ids.
     rating_range:
         ``(r_min, r_max)`` of the rating scale for ``nmae``; read from truth when not given.
+    id_type:
+        The type of the user and item ids of truth, recs, train and items. ``"auto"``: typed
+        sources (Parquet, DataFrames, Arrow, dicts) keep theirs, and CSV, TSV and TREC files
+        give text ids (``"007"`` and ``"7"`` differ; never guessed from a sample of rows).
+        ``"str"``: every id as text (integers become their decimal text). ``"int"``: every id
+        as a 64-bit integer (``"007"`` becomes 7; a value that is not an integer raises). A
+        kind by id: ``{"item": "int"}`` (or ``"item=int"``; ``"user=str,item=int"``), an id
+        not named staying ``"auto"``.
+    columns:
+        The id column names of one input where they differ from ``user_col`` / ``item_col``:
+        ``{input: {"user": name, "item": name}}``, inputs ``"truth"``, ``"recs"``,
+        ``"train"``, ``"items"`` (item only), e.g. ``{"recs": {"user": "uid"}}``; or texts
+        ``["recs.user=uid", "recs.item=iid"]`` (CLI ``--columns recs.user=uid``, repeatable).
+        Every frame is read with its own names, then takes truth's: the output's user column
+        is named by truth's user column.
+    input_format:
+        The format of file inputs whose suffix does not tell it: ``"parquet"``, ``"csv"``,
+        ``"tsv"`` or ``"trec"`` for every file input, or by input, ``{"truth": "tsv"}`` (as
+        text ``"truth=tsv,train=tsv"``); it overrides the suffix. RecBole's ``.inter``,
+        ``.item`` and ``.user`` files are read as TSV by their suffix, the ``:token`` /
+        ``:float`` type suffixes dropped from their header names (``user_id:token`` is
+        ``user_id``).
     engine:
         ``"auto"`` (Spark when ``truth`` or ``recs`` is a pyspark DataFrame, else local),
         ``"local"`` or ``"spark"`` (also for paths, which Spark then reads). The Spark
@@ -156,8 +203,9 @@ def evaluate(
         The SparkSession of the Spark engine (default: that of a Spark DataFrame input, the
         active one, or a new local one).
     partitions:
-        The Spark engine's number of user shards (default: about 2 million rows a shard, at
-        least one per core).
+        The Spark engine's number of user shards, an integer >= 1 (default: about 2 million
+        rows a shard, at least one per core). ``spark`` and ``partitions`` need the Spark
+        engine: with the local one they raise.
 
     Returns
     -------
@@ -181,23 +229,44 @@ def evaluate(
     if engine not in get_args(Engine):
         msg = f"engine must be one of {', '.join(get_args(Engine))}; got {engine!r}."
         raise InputError(msg)
+    kinds = check_id_type(id_type)
+    use_spark = engine == "spark" or (engine == "auto" and _spark_input(truth, recs, train, items))
+    partitions = check_spark_options(spark, partitions, use_spark)
+    order_option = "score_col" if rank_col is None else "rank_col"
+    ids = {"user_col": user_col, "item_col": item_col}
+    check_column_names({**ids, order_option: score_col if rank_col is None else rank_col}, "recs")
+    relevance = {"relevance_col": relevance_col} if relevance_col is not None else {}
+    check_column_names({**ids, **relevance}, "truth")
+    inputs = Inputs.of(columns, input_format, user_col, item_col)
+    for role in ROLES:  # an input's own id column names, where columns= gives them
+        own_user, own_item = inputs.columns[role]
+        if (own_user, own_item) == (user_col, item_col):
+            continue
+        named = {f"columns[{role!r}]['user']": own_user} if role != "items" else {}
+        named[f"columns[{role!r}]['item']"] = own_item
+        if role == "recs":
+            named[order_option] = score_col if rank_col is None else rank_col
+        check_column_names({**named, **(relevance if role == "truth" else {})}, role)
     options = {
         "train": train, "items": items, "item_features": item_features,
         "rating_range": rating_range,
     }  # fmt: skip
-    columns: dict[str, Any] = {
+    request: dict[str, Any] = {
         "user_col": user_col, "item_col": item_col, "score_col": score_col, "rank_col": rank_col,
         "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
         "no_recs": no_recs,
     }  # fmt: skip
-    if engine == "spark" or (engine == "auto" and _spark_input(truth, recs, train, items)):
+    if use_spark:
         from ._spark import evaluate_spark
 
         return evaluate_spark(
-            truth, recs, metrics, spark=spark, partitions=partitions, **columns, **options
-        )
+            truth, recs, metrics, spark=spark, partitions=partitions, id_type=kinds,
+            columns=columns, input_format=input_format, **request, **options,
+        )  # fmt: skip
     if engine == "local":
         truth, recs, options = _local_inputs(truth, recs, options)
+    for role in ("train", "items"):  # a path given must exist, whether a metric reads it or not
+        check_exists(options[role], role)
     plan = parse_metrics(metrics)
     if ties not in _POLICY:
         msg = f"ties must be one of {', '.join(get_args(TiesPolicy))}; got {ties!r}."
@@ -207,12 +276,23 @@ def evaluate(
         raise InputError(msg)
     threshold = check_threshold(relevance_threshold)
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
+    user_col, item_col = inputs.user_col, inputs.item_col  # every frame gets truth's names
+    truth = inputs.read(truth, "truth", relevance_col or "relevance")
+    recs = inputs.read(recs, "recs", score_col if rank_col is None else rank_col)
     prep, kernel = prepare(
         truth, recs, ranking, user_col=user_col, item_col=item_col, score_col=score_col,
         rank_col=rank_col, relevance_col=relevance_col, ties=ties,
-        relevance_threshold=threshold, no_recs=no_recs, options=options,
+        relevance_threshold=threshold, no_recs=no_recs, id_type=kinds,
+        options={**options, "_inputs": inputs},
     )  # fmt: skip
-    settings = {"ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs}
+    if options["train"] is not None:
+        from ._beyond import check_train  # the families import this module
+
+        prep = check_train(prep, options["train"])
+    settings = {
+        "ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs,
+        "relevance_col": prep.relevance_col if prep.options["has_relevance"] else None,
+    }  # fmt: skip
     parts = []
     if ranking:
         parts.append(_ranking_part(ranking, prep, kernel))
@@ -231,6 +311,34 @@ def _spark_input(*inputs: Any) -> bool:
         if cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame":
             return True
     return False
+
+
+def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) -> int | None:
+    """``partitions`` as an int (or None), after checking the Spark engine's options before
+    any Spark job: ``partitions`` an integer >= 1, ``spark`` a SparkSession (classic or Spark
+    Connect); with the local engine (``use_spark`` false) neither may be given."""
+    if partitions is not None and (
+        isinstance(partitions, bool) or not isinstance(partitions, numbers.Integral)
+        or partitions < 1
+    ):  # fmt: skip
+        msg = f"partitions must be an integer >= 1; got {partitions!r}."
+        raise InputError(msg)
+    if spark is not None and not any(
+        c.__name__ == "SparkSession" and c.__module__.startswith("pyspark.sql")
+        for c in type(spark).__mro__
+    ):
+        msg = f"spark must be a SparkSession or None; got {type(spark).__name__}."
+        raise InputError(msg)
+    if not use_spark:
+        for name, value in (("partitions", partitions), ("spark", spark)):
+            if value is not None:
+                msg = (
+                    f"{name} is an option of the Spark engine; pass engine='spark' (or Spark "
+                    f"DataFrames as inputs) to use it, or leave it out: this call runs on the "
+                    "local engine."
+                )
+                raise InputError(msg)
+    return None if partitions is None else int(partitions)
 
 
 def _local_inputs(
@@ -273,6 +381,7 @@ def prepare(
     ties: TiesPolicy = "expected",
     relevance_threshold: float = 1.0,
     no_recs: NoRecsPolicy = "zero",
+    id_type: IdTypeArg = "auto",
     options: dict[str, Any] | None = None,
 ) -> tuple[Prepared, KernelOutput]:
     """Read, check, group and match ``truth`` and ``recs``; run the ranking kernel.
@@ -289,13 +398,19 @@ def prepare(
     )
     r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
     has_relevance = given_relevance or relevance_col in t_raw.columns
+    if not has_relevance:
+        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=3)
     if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
-        t_raw = t_raw.select(user_col, item_col).with_columns(pl.lit(1.0).alias(relevance_col))
+        t_raw = t_raw.with_columns(pl.lit(1.0).alias(relevance_col))  # columns checked next
     ids = [user_col, item_col]
     t_frame, r_frame = check_inputs(
         t_raw, r_raw, ids=ids, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, allow_empty=bool((options or {}).get("_shard")),
     )  # fmt: skip
+    kinds = check_id_type(id_type)
+    id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
+    t_frame = cast_ids(t_frame, "truth", id_kinds)
+    r_frame = cast_ids(r_frame, "recs", id_kinds)
     t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
 
@@ -306,8 +421,26 @@ def prepare(
         ranking, t_grp, r_grp, u2r,
         user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
-        no_recs=no_recs, options={"has_relevance": has_relevance, **(options or {})},
+        no_recs=no_recs,
+        options={"has_relevance": has_relevance, "id_type": kinds, **(options or {})},
     )  # fmt: skip
+
+
+def warn_unused_relevance(columns: list[str], ids: list[str], stacklevel: int = 2) -> None:
+    """Warn when truth, read without a relevance column (every row relevance 1), has columns
+    named like a relevance grade (:data:`GRADE_NAMES`, any case) that are not its ids."""
+    found = [c for c in columns if c.lower() in GRADE_NAMES and c not in ids]
+    if not found:
+        return
+    first = found[0]
+    names = ", ".join(repr(c) for c in found)
+    warnings.warn(
+        f"truth column(s) {names} look like relevance grades but are not used: without "
+        "relevance_col and without a column 'relevance', every truth row has relevance 1. "
+        f"Pass relevance_col={first!r} (CLI --relevance-col {first}) to use it.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 def check_inputs(
@@ -348,14 +481,11 @@ def _gain_matrix(
     metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str
 ) -> tuple[np.ndarray, list[int]]:
     """One row of per-truth-row gains for each distinct gain among the metrics."""
-    variants: list[ParamValue] = []
+    variants: dict[ParamValue, int] = {}  # gain -> its row, in first-seen order
     index: list[int] = []
     for m in metrics:
         if _OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG):
-            gain = m.get("gain")
-            if gain not in variants:
-                variants.append(gain)
-            index.append(variants.index(gain))
+            index.append(variants.setdefault(m.get("gain"), len(variants)))
         else:
             index.append(0)
     rows = []
@@ -406,7 +536,9 @@ class Prepared:
         64-bit item keys: equal keys are equal items within a user (verified).
     options:
         Family options of :func:`evaluate`: ``train``, ``items``, ``item_features``,
-        ``rating_range`` and ``has_relevance`` (whether truth had a relevance column).
+        ``rating_range``, ``id_type`` (train and items follow it) and ``has_relevance``
+        (whether truth had a relevance column); ``_inputs`` (each input's own column names
+        and format, :class:`~receval._io.Inputs`) and ``_train_pairs`` (train read once).
     """
 
     t_grp: Grouped
@@ -506,14 +638,12 @@ def _match(
     r_item = item_keys(r_items)
     r_tie = trec_tie_keys(r_items, r_item) if ties == "trec" else np.zeros(0, dtype=np.int64)
 
-    thresholds = [threshold]
+    thresholds = {threshold: 0}  # threshold -> its column, in first-seen order
     thr_idx = []
     for m in ranking:
         rel = m.get("rel")
         value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
-        if value not in thresholds:
-            thresholds.append(value)
-        thr_idx.append(thresholds.index(value))
+        thr_idx.append(thresholds.setdefault(value, len(thresholds)))
     t_gain, gain_idx = _gain_matrix(ranking, t_rel, relevance_col)
     ops = np.array(
         [
@@ -533,7 +663,7 @@ def _match(
     n_chunks = max(1, min(n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
     args = (
         t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
-        np.array(thresholds, dtype=np.float64), ops, ks, np.array(thr_idx, dtype=np.int64),
+        np.array(list(thresholds), dtype=np.float64), ops, ks, np.array(thr_idx, dtype=np.int64),
         np.array(gain_idx, dtype=np.int64), fpar, log2p,
     )  # fmt: skip
     out, nrel, status, t_match = K.rank_users(args, _POLICY[ties], n_chunks)
@@ -603,7 +733,8 @@ def join_per_user(plan: tuple[Metric, ...], parts: list[Part], prep: Prepared) -
         per_user = per_user.sort(user_col)
     else:
         per_user = pl.DataFrame({user_col: prep.t_grp.keys.head(0)})
-    columns = [m.canonical for m in plan if m.canonical in per_user.columns]
+    present = set(per_user.columns)  # a set: one lookup per metric, not a scan of the columns
+    columns = [m.canonical for m in plan if m.canonical in present]
     return per_user.select(user_col, *columns)
 
 

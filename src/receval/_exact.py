@@ -133,6 +133,8 @@ def parts(values: np.ndarray) -> np.ndarray:
     """The expansion of ``sum(values)``: float64 partials whose exact sum is the exact sum.
 
     Non-finite values have no exact sum: the expansion is then ``[float sum]`` (inf or NaN).
+    When a running sum overflows float64, the expansion is the non-zero values themselves
+    (exact too; :func:`total` sums them).
     """
     v = np.ascontiguousarray(values, dtype=np.float64)
     if v.size == 0:
@@ -142,8 +144,10 @@ def parts(values: np.ndarray) -> np.ndarray:
     n_chunks = _chunks(v.size)
     if n_chunks == 1:  # no thread launch for small inputs (a shard's few users)
         buf = np.zeros(CAP, dtype=np.float64)
-        return buf[: _chunk_parts(v, 0, v.size, buf)].copy()
-    return _collect(*_parts(v, n_chunks))
+        out = buf[: _chunk_parts(v, 0, v.size, buf)].copy()
+    else:
+        out = _collect(*_parts(v, n_chunks))
+    return out if np.isfinite(out).all() else v[v != 0.0]
 
 
 def parts_weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -154,12 +158,24 @@ def parts_weighted(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.zeros(0, dtype=np.float64)
     if not np.isfinite(v).all():
         return np.array([float((v * w).sum())])
-    return _collect(*_parts_weighted(v, w, _chunks(v.size)))
+    out = _collect(*_parts_weighted(v, w, _chunks(v.size)))
+    if not np.isfinite(out).all():  # a running sum overflowed: inf for non-negative terms
+        with np.errstate(over="ignore"):
+            return np.array([float((v * w).sum())])
+    return out
 
 
 def total(expansion: np.ndarray) -> float:
-    """The exactly rounded value of an expansion (or of several, concatenated)."""
-    return math.fsum(np.asarray(expansion, dtype=np.float64).tolist())
+    """The exactly rounded value of an expansion (or of several, concatenated).
+
+    A sum whose value (or a running sum) exceeds float64 is summed scaled by 2**-64, then
+    scaled back: ±inf when the sum itself overflows, never :class:`OverflowError`.
+    """
+    values = np.asarray(expansion, dtype=np.float64)
+    try:
+        return math.fsum(values.tolist())
+    except OverflowError:
+        return math.fsum((values * 2.0**-64).tolist()) * 2.0**64
 
 
 def total_of(values: np.ndarray) -> float:

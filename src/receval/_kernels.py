@@ -113,71 +113,122 @@ def _find(
 
 
 @njit(cache=True, nogil=True)
-def _argsort_desc(keys: np.ndarray, stable: bool) -> np.ndarray:
-    """Argsort by descending key; stable (input order among equal keys) when asked."""
-    n = keys.shape[0]
-    ordered = True
-    for p in range(1, n):
-        if keys[p] > keys[p - 1]:
-            ordered = False
-            break
-    if ordered:
-        return np.arange(n)
-    if stable:
-        return np.argsort(-keys, kind="mergesort")
-    return np.argsort(-keys)
-
-
-@njit(cache=True, nogil=True)
-def _sort_group(
-    key: np.ndarray, order: np.ndarray, prow: np.ndarray, prel: np.ndarray, lo: int, hi: int
+def _sort_desc(
+    keys: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int | np.int64, hi: int
 ) -> None:
-    """Stable sort of positions lo..hi-1 by descending ``key``, carrying the position arrays."""
-    if hi - lo > 32:
-        perm = np.argsort(-key[lo:hi], kind="mergesort") + lo
-        k2 = key[perm]
-        o2 = order[perm]
-        r2 = prow[perm]
-        l2 = prel[perm]
-        key[lo:hi] = k2
-        order[lo:hi] = o2
-        prow[lo:hi] = r2
-        prel[lo:hi] = l2
-        return
-    for a in range(lo + 1, hi):
-        k = key[a]
-        o = order[a]
-        r = prow[a]
-        v = prel[a]
-        b = a - 1
-        while b >= lo and key[b] < k:
-            key[b + 1] = key[b]
-            order[b + 1] = order[b]
-            prow[b + 1] = prow[b]
-            prel[b + 1] = prel[b]
-            b -= 1
-        key[b + 1] = k
-        order[b + 1] = o
-        prow[b + 1] = r
-        prel[b + 1] = v
+    """Stable sort of perm[lo:hi] by descending ``keys[perm[a]]`` (equal keys keep their order).
 
-
-@njit(cache=True, nogil=True)
-def _sorted_sum(values: np.ndarray, lo: int, hi: int) -> float:
-    """Sum of values[lo:hi] taken in ascending order (sorts the slice in place)."""
-    if hi - lo > 32:
-        values[lo:hi] = np.sort(values[lo:hi])
-    else:
-        for a in range(lo + 1, hi):
-            v = values[a]
+    Insertion sort of runs of 16, then bottom-up merges through ``tmp[lo:hi]``. The one sort of
+    the ranking kernels: hand-written so that a first run compiles one small function instead
+    of NumPy's sorts for every kind, dtype and layout. Callers pass ``lo`` as an int64
+    (``np.int64(0)``, not ``0``): Numba compiles a function once more for each literal
+    argument, and also for the literal first value of a loop variable.
+    """
+    run = 16
+    for s in range(lo, hi, run):
+        e = min(s + run, hi)
+        for a in range(s + 1, e):
+            p = perm[a]
+            k = keys[p]
             b = a - 1
-            while b >= lo and values[b] > v:
-                values[b + 1] = values[b]
+            while b >= s and keys[perm[b]] < k:
+                perm[b + 1] = perm[b]
                 b -= 1
-            values[b + 1] = v
-    total = 0.0
+            perm[b + 1] = p
+    src = perm
+    dst = tmp
+    in_tmp = False
+    width = run
+    while lo + width < hi:
+        for s in range(lo, hi, 2 * width):
+            m = min(s + width, hi)
+            e = min(s + 2 * width, hi)
+            i = s
+            j = m
+            o = s
+            while i < m and j < e:
+                if keys[src[j]] > keys[src[i]]:  # ties take the left run first: stable
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < m:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < e:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        src, dst = dst, src
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        for a in range(lo, hi):
+            perm[a] = tmp[a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sort_group(
+    key: np.ndarray,
+    order: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    perm: np.ndarray,
+    itmp: np.ndarray,
+    ftmp: np.ndarray,
+    lo: int | np.int64,
+    hi: int,
+) -> None:
+    """Stable sort of positions lo..hi-1 by descending ``key``, carrying ``order``, ``prow`` and
+    ``prel``: insertion sort in place for a short group, else :func:`_sort_desc` of a
+    permutation (``perm``, ``itmp``, ``ftmp``: scratch; ``key`` is then left as is)."""
+    if hi - lo <= 32:
+        for a in range(lo + 1, hi):
+            k = key[a]
+            o = order[a]
+            r = prow[a]
+            v = prel[a]
+            b = a - 1
+            while b >= lo and key[b] < k:
+                key[b + 1] = key[b]
+                order[b + 1] = order[b]
+                prow[b + 1] = prow[b]
+                prel[b + 1] = prel[b]
+                b -= 1
+            key[b + 1] = k
+            order[b + 1] = o
+            prow[b + 1] = r
+            prel[b + 1] = v
+        return
     for a in range(lo, hi):
-        total += values[a]
+        perm[a] = a
+    _sort_desc(key, perm, itmp, lo, hi)
+    for a in range(lo, hi):
+        itmp[a] = order[perm[a]]
+    for a in range(lo, hi):
+        order[a] = itmp[a]
+    for a in range(lo, hi):
+        itmp[a] = prow[perm[a]]
+    for a in range(lo, hi):
+        prow[a] = itmp[a]
+    for a in range(lo, hi):
+        ftmp[a] = prel[perm[a]]
+    for a in range(lo, hi):
+        prel[a] = ftmp[a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, hi: int) -> float:
+    """Sum of values[lo:hi] taken in ascending order (``perm``, ``tmp``: scratch)."""
+    for a in range(lo, hi):
+        perm[a] = a
+    _sort_desc(values, perm, tmp, lo, hi)
+    total = 0.0
+    for a in range(hi - 1, lo - 1, -1):
+        total += values[perm[a]]
     return total
 
 
@@ -214,6 +265,11 @@ def _score_user(
     prel_buf: np.ndarray,
     gstart_buf: np.ndarray,
     tkey_buf: np.ndarray,
+    order_buf: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    ftmp_buf: np.ndarray,
+    ideal_buf: np.ndarray,
 ) -> int:
     ts = t_off[u]
     te = t_off[u + 1]
@@ -237,12 +293,22 @@ def _score_user(
         rs = r_off[g]
         n = r_off[g + 1] - rs
 
-    # order the list (stable only where the policy reads input order), match it against truth
-    # with no ranking metric requested only the matching is wanted: keep input order
-    if ops.shape[0] == 0:
-        order = np.arange(n)
-    else:
-        order = _argsort_desc(r_score[rs : rs + n], policy == POLICY_FIRST)
+    # order the list by descending score (stable: "first" reads the input order of equal
+    # scores), match it against truth; with no ranking metric requested only the matching is
+    # wanted: keep input order
+    order = order_buf
+    for p in range(n):
+        order[p] = p
+    if ops.shape[0] != 0:
+        ordered = True
+        for p in range(1, n):
+            if r_score[rs + p] > r_score[rs + p - 1]:
+                ordered = False
+                break
+        if not ordered:
+            for p in range(n):
+                tkey_buf[p] = r_score[rs + p]
+            _sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see _sort_desc
     if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
@@ -280,13 +346,16 @@ def _score_user(
                         tkey[a] = prel[a]
                     else:
                         tkey[a] = -prel[a]
-                _sort_group(tkey, order, prow, prel, p, q)
+                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             for a in range(p, q):
                 gstart[ng] = a
                 ng += 1
         p = q
     gstart[ng] = n
 
+    # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
+    # once per metric)
+    ideal_gv = -1
     for mi in range(ops.shape[0]):
         op = ops[mi]
         c = thr_idx[mi]
@@ -322,7 +391,7 @@ def _score_user(
                 else:  # summed in sorted order: the same for every input order of the tie
                     for a in range(s, e):
                         tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 else 0.0
-                    gsum = _sorted_sum(tkey, s, e)
+                    gsum = _sorted_sum(tkey, perm_buf, itmp_buf, s, e)
                 if gsum != 0.0:
                     gm = gsum / m
                     if op == OP_CG:
@@ -384,12 +453,20 @@ def _score_user(
             if acc == 0.0:
                 out[u, mi] = 0.0
             else:
-                ideal = np.sort(t_gain[gv, ts:te])[::-1]
+                if gv != ideal_gv:
+                    for a in range(nt):
+                        ftmp_buf[a] = t_gain[gv, ts + a]
+                        perm_buf[a] = a
+                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
+                    for a in range(nt):
+                        ideal_buf[a] = ftmp_buf[perm_buf[a]]
+                    ideal_gv = gv
                 idcg = 0.0
                 icut = nt if ks[mi] == 0 else min(ks[mi], nt)
                 for a in range(icut):
-                    if ideal[a] > 0.0:
-                        idcg += ideal[a] / log2p[a]
+                    best = ideal_buf[a]
+                    if best > 0.0:
+                        idcg += best / log2p[a]
                 out[u, mi] = acc / idcg
         else:
             out[u, mi] = acc
@@ -417,15 +494,22 @@ def _rank_users(
     log2p: np.ndarray,
     n_chunks: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    # np.empty only, filled by loops: np.zeros and np.full would each compile their own
+    # implementations on a first run
     n_users = t_off.shape[0] - 1
     out = np.empty((n_users, ops.shape[0]), dtype=np.float64)
-    nrel = np.zeros((n_users, thresholds.shape[0]), dtype=np.float64)
-    status = np.zeros(n_users, dtype=np.int8)
-    t_match = np.full(t_item.shape[0], -1, dtype=np.int64)
+    nrel = np.empty((n_users, thresholds.shape[0]), dtype=np.float64)
+    status = np.empty(n_users, dtype=np.int64)
+    t_match = np.empty(t_item.shape[0], dtype=np.int64)
     step = (n_users + n_chunks - 1) // n_chunks
     for ch in prange(n_chunks):
-        lo = ch * step
+        lo = min(ch * step, n_users)
         hi = min(lo + step, n_users)
+        for a in range(t_off[lo], t_off[hi]):
+            t_match[a] = -1
+        for u in range(lo, hi):
+            for c in range(thresholds.shape[0]):
+                nrel[u, c] = 0.0
         nt_max = 1
         n_max = 1
         for u in range(lo, hi):
@@ -436,20 +520,30 @@ def _rank_users(
         rsize = 1 << _table_bits(n_max)
         tab_key = np.empty(tsize, dtype=np.int64)
         tab_val = np.empty(tsize, dtype=np.int64)
-        tab_stamp = np.zeros(tsize, dtype=np.int64)
+        tab_stamp = np.empty(tsize, dtype=np.int64)
         seen_key = np.empty(rsize, dtype=np.int64)
         seen_val = np.empty(rsize, dtype=np.int64)
-        seen_stamp = np.zeros(rsize, dtype=np.int64)
+        seen_stamp = np.empty(rsize, dtype=np.int64)
+        for a in range(tsize):
+            tab_stamp[a] = 0
+        for a in range(rsize):
+            seen_stamp[a] = 0
         prow_buf = np.empty(n_max, dtype=np.int64)
         prel_buf = np.empty(n_max, dtype=np.float64)
         gstart_buf = np.empty(n_max + 1, dtype=np.int64)
         tkey_buf = np.empty(n_max, dtype=np.float64)
+        order_buf = np.empty(n_max, dtype=np.int64)
+        m_max = max(n_max, nt_max)
+        perm_buf = np.empty(m_max, dtype=np.int64)
+        itmp_buf = np.empty(m_max, dtype=np.int64)
+        ftmp_buf = np.empty(m_max, dtype=np.float64)
+        ideal_buf = np.empty(nt_max, dtype=np.float64)
         for u in range(lo, hi):
             status[u] = _score_user(
                 u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
                 thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
                 tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
-                gstart_buf, tkey_buf,
+                gstart_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
             )  # fmt: skip
     return out, nrel, status, t_match
 
@@ -547,6 +641,8 @@ def rank_users(
 
 def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
+    if groups.shape[0] == 0:  # the usual case (every recs user in truth): nothing to compile
+        return np.zeros(0, dtype=np.bool_)
     kernel: Any = _duplicate_groups
     return kernel(frozen(offsets), frozen(items), frozen(groups))  # type: ignore[no-any-return]
 

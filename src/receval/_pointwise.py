@@ -22,7 +22,7 @@ from . import _classification as C
 from . import _rating as R
 from ._errors import InputError, UndefinedMetricWarning
 from ._evaluate import Part, Prepared, check_threshold, per_user_frame, prepare
-from ._layout import show_rows
+from ._layout import IdTypeArg, check_id_type, show_rows
 from ._registry import Metric
 
 __all__ = ["classification_part", "labelled_rows", "rating_part"]
@@ -39,6 +39,7 @@ def labelled_rows(
     score_col: str = "score",
     relevance_col: str | None = None,
     relevance_threshold: float = 1,
+    id_type: IdTypeArg = "auto",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The classification rows of ``(truth, recs)`` as :func:`receval.evaluate` sees them.
 
@@ -51,7 +52,7 @@ def labelled_rows(
     ----------
     truth, recs:
         As for :func:`receval.evaluate` (recs need a score column).
-    user_col, item_col, score_col, relevance_col, relevance_threshold:
+    user_col, item_col, score_col, relevance_col, relevance_threshold, id_type:
         As for :func:`receval.evaluate`.
 
     Returns
@@ -78,6 +79,7 @@ def labelled_rows(
     prep, _ = prepare(
         truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
         relevance_col=relevance_col, relevance_threshold=check_threshold(relevance_threshold),
+        id_type=check_id_type(id_type),
     )  # fmt: skip
     labels, _ = _labels(prep, prep.threshold)
     in_truth = _in_truth(prep)
@@ -117,7 +119,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             f"rank_col={prep.order_col!r}. Pass score_col= instead."
         )
         raise InputError(msg)
-    # users in recs but not in truth are left out of accuracy metrics (METRICS.md, "Which users")
+    # users in recs but not in truth are left out of accuracy metrics (docs/metrics.md, "Users")
     in_truth = _in_truth(prep)
     groups = np.flatnonzero(in_truth)
     sizes = np.diff(prep.r_grp.offsets)
@@ -290,7 +292,10 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     Rows are the truth rows; the prediction is the recs score of the same (user, item).
     Truth rows without a recs row follow ``no_recs``: ``"zero"`` predicts 0 (with a warning),
     ``"skip"`` leaves them out, ``"raise"`` raises; ``details[name]["missing_predictions"]``
-    counts them either way.
+    counts them either way. An infinite predicted rating is an :class:`InputError` (recs
+    scores may be infinite for ranking, not here), and so is a true rating outside an explicit
+    ``rating_range`` when ``nmae`` is asked for. Sums beyond float64 are inf
+    (:mod:`receval._rating`), per user too.
     """
     names = ", ".join(m.canonical for m in plan)
     if prep.by_rank:
@@ -313,6 +318,9 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         pred = np.where(missing, 0.0, prep.r_score[np.where(missing, 0, match)])
     else:  # a shard of users without any recs row
         pred = np.zeros(match.shape[0], dtype=np.float64)
+    infinite = ~np.isfinite(pred)  # recs scores are never NaN (read_table refuses them)
+    if infinite.any():
+        _raise_infinite(prep, match[infinite], names)
     user_of_row = np.repeat(
         np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
     )
@@ -340,8 +348,12 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         lo, hi = R.check_range(tuple(range_given))
     elif observed is not None:
         lo, hi = observed
-    else:
+    elif prep.t_rel.size:
         lo, hi = float(prep.t_rel.min()), float(prep.t_rel.max())
+    else:  # a shard without truth rows, and no nmae (which gets the observed range)
+        lo, hi = math.nan, math.nan
+    if range_given is not None and any(m.name == "nmae" for m in plan):
+        _check_in_range(prep, tuple(range_given), lo, hi)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
@@ -371,7 +383,8 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             values, undefined = R.values_from_sums(m.name, global_sums, width)
             means[m.canonical] = float(values[0])
             if undefined and m.name == "r2":
-                _warn_nan(m.canonical, "the true ratings are constant: SS_tot = 0")
+                overflow = R.sstot_overflows(global_sums)
+                _warn_nan(m.canonical, R.r2_reason(undefined - overflow, overflow))
         else:
             if user_sums is None:
                 offsets = np.zeros(prep.t_grp.n_users + 1, dtype=np.int64)
@@ -380,15 +393,17 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                 user_sums = R.group_sums(offsets, order, y, pred)
             values, undefined = R.values_from_sums(m.name, user_sums, width)
             defined = values[~np.isnan(values)]
-            means[m.canonical] = math.fsum(defined) / defined.size if defined.size else math.nan
+            means[m.canonical] = R.mean_of(defined)
             part.sums[m.canonical] = (defined, int(defined.size))
             info["users"] = int(np.count_nonzero(user_sums[:, 0] > 0))
             if m.name == "r2":
                 info["users_skipped"] = undefined
                 if undefined:
+                    overflow = R.sstot_overflows(user_sums)
                     warnings.warn(
-                        f"{m.canonical}: {undefined} user(s) have constant true ratings "
-                        "(SS_tot = 0); their r2 is undefined (null) and left out of the mean.",
+                        f"{m.canonical}: {undefined} user(s) have an undefined r2 ("
+                        f"{R.r2_reason(undefined - overflow, overflow)}); null, and left out of "
+                        "the mean.",
                         UndefinedMetricWarning,
                         stacklevel=4,
                     )
@@ -402,6 +417,40 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         rows = np.flatnonzero(user_sums[:, 0] > 0)
         part.per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
     return part
+
+
+def _raise_infinite(prep: Prepared, recs_rows: np.ndarray, names: str) -> None:
+    """Infinite predicted ratings (``recs_rows``: their rows in ``prep.r_grp.frame``)."""
+    ids = [prep.user_col, prep.item_col]
+    col = prep.order_col
+    pairs = prep.r_grp.frame[recs_rows].select(ids)
+    source = prep.r_grp.source
+    rows = (
+        source.select(ids).with_row_index("__row").join(pairs, on=ids, how="semi")["__row"]
+    ).to_numpy()
+    mask = pl.Series(np.isin(np.arange(source.height), rows))
+    msg = (
+        f"recs has {recs_rows.size} non-finite value(s) in column {col!r} (predicted ratings "
+        f"of {names}); expected finite numbers (infinite scores are allowed for ranking "
+        f"metrics only). First offending rows:\n{show_rows(source, mask, source.columns)}"
+    )
+    raise InputError(msg)
+
+
+def _check_in_range(prep: Prepared, given: tuple[Any, ...], lo: float, hi: float) -> None:
+    """Every true rating lies in the explicit ``rating_range`` (predictions may lie outside)."""
+    outside = (prep.t_rel < lo) | (prep.t_rel > hi)
+    if outside.any():
+        col = prep.relevance_col
+        source = prep.t_grp.source
+        mask = (pl.col(col) < lo) | (pl.col(col) > hi)
+        msg = (
+            f"truth has {int(np.count_nonzero(outside))} rating(s) in column {col!r} outside "
+            f"rating_range={given!r}; expected true ratings on the scale [r_min, r_max] "
+            "(predictions may lie outside it). First offending rows:\n"
+            f"{show_rows(source, mask, source.columns)}"
+        )
+        raise InputError(msg)
 
 
 def _raise_missing(prep: Prepared, missing: np.ndarray, names: str) -> None:

@@ -5,6 +5,12 @@ squared deviations of the truth from its mean) made by one ``prange`` kernel ove
 (:func:`_group_sums`, one group per user, or one group for all rows); means over users are
 exactly rounded sums (:func:`math.fsum`), so no result depends on the order of the rows or the
 users. All sums are float64.
+
+Overflow: a sum of non-negative terms (|e|, e², squared deviations) that exceeds float64 is
+``inf``, as in scikit-learn (whose NumPy sums overflow to ``inf``), never NaN and never a row
+or user left out: MAE, MSE, RMSE and NMAE are then ``inf`` and R² is ``-inf`` (SS_res = inf
+over a finite SS_tot > 0). R² is NaN with a warning when SS_tot itself overflows (true ratings
+of magnitude ~1e154 or more), since ``1 - SS_res / inf`` would not be the R² of the data.
 """
 
 from __future__ import annotations
@@ -16,33 +22,59 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from ._classification import as_scores, group_codes, same_length
+from ._classification import _positions, as_scores, group_codes, same_length
 from ._errors import InputError, UndefinedMetricWarning
 from ._exact import CAP, grow, parts, round_expansion, total
 
 __all__ = ["mae", "mse", "nmae", "r2", "rmse"]
 
 
+# the mean of true ratings whose sum overflows is taken over the ratings scaled by 2**-64
+_SCALE = 2.0**-64
+
+
+@njit(cache=True, nogil=True)
+def _add(partials: np.ndarray, n: int, x: float) -> int:
+    """:func:`~receval._exact.grow`, or -1 once the running sum overflows float64 (then -1
+    stays: the sum is out of range)."""
+    if n < 0:
+        return n
+    n = grow(partials, n, x)
+    return n if math.isfinite(partials[n - 1]) else -1
+
+
+@njit(cache=True, nogil=True)
+def _value(partials: np.ndarray, n: int) -> float:
+    """The rounded sum of a non-negative expansion built by :func:`_add`: inf if it overflowed."""
+    return round_expansion(partials, n) if n >= 0 else math.inf
+
+
 @njit(cache=True, nogil=True)
 def _one_group(y: np.ndarray, p: np.ndarray, order: np.ndarray, lo: int, hi: int) -> tuple:  # type: ignore[type-arg]
     """Exactly rounded sums of one group (rows ``order[lo:hi]``): |e|, e², and SS_tot (two
-    passes), so no value depends on the order of the rows."""
+    passes), so no value depends on the order of the rows; a sum that overflows is inf."""
     buf = np.zeros((3, CAP), dtype=np.float64)
     na = 0
     nb = 0
     ny = 0
     for r in range(lo, hi):
         i = order[r]
-        e = y[i] - p[i]
-        na = grow(buf[0], na, abs(e))
-        nb = grow(buf[1], nb, e * e)
-        ny = grow(buf[2], ny, y[i])
-    mean = round_expansion(buf[2], ny) / (hi - lo) if hi > lo else 0.0
+        e = y[i] - p[i]  # inf when y - y_hat overflows; then |e| and e² are inf too
+        na = _add(buf[0], na, abs(e))
+        nb = _add(buf[1], nb, e * e)
+        ny = _add(buf[2], ny, y[i])
+    if ny < 0:  # the ratings' sum overflows: sum them scaled (exact, cannot overflow)
+        ny = 0
+        for r in range(lo, hi):
+            ny = grow(buf[2], ny, y[order[r]] * _SCALE)
+        mean = round_expansion(buf[2], ny) / (hi - lo) / _SCALE
+    else:
+        mean = round_expansion(buf[2], ny) / (hi - lo) if hi > lo else 0.0
     nt = 0
     for r in range(lo, hi):
         d = y[order[r]] - mean
-        nt = grow(buf[2], nt, d * d)
-    return round_expansion(buf[0], na), round_expansion(buf[1], nb), round_expansion(buf[2], nt)
+        nt = _add(buf[2], nt, d * d)
+    return _value(buf[0], na), _value(buf[1], nb), _value(buf[2], nt)
 
 
 @njit(cache=True, parallel=True)
@@ -63,7 +95,8 @@ def _group_sums(offsets: np.ndarray, order: np.ndarray, y: np.ndarray, p: np.nda
 
 @njit(cache=True, parallel=True)
 def _chunk_parts(y: np.ndarray, p: np.ndarray, n_chunks: int) -> tuple[np.ndarray, np.ndarray]:
-    """Expansions of sum |e|, sum e² and sum y over contiguous chunks."""
+    """Expansions of sum |e|, sum e² and sum y over contiguous chunks (length -1: the chunk's
+    sum overflows float64)."""
     n = y.shape[0]
     buf = np.zeros((3, n_chunks, CAP), dtype=np.float64)
     lens = np.zeros((3, n_chunks), dtype=np.int64)
@@ -73,9 +106,9 @@ def _chunk_parts(y: np.ndarray, p: np.ndarray, n_chunks: int) -> tuple[np.ndarra
         ny = 0
         for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
             e = y[i] - p[i]
-            na = grow(buf[0, c], na, abs(e))
-            nb = grow(buf[1, c], nb, e * e)
-            ny = grow(buf[2, c], ny, y[i])
+            na = _add(buf[0, c], na, abs(e))
+            nb = _add(buf[1, c], nb, e * e)
+            ny = _add(buf[2, c], ny, y[i])
         lens[0, c] = na
         lens[1, c] = nb
         lens[2, c] = ny
@@ -90,15 +123,29 @@ def _chunks(n: int) -> int:
 
 def row_parts(y: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Expansions (:mod:`receval._exact`) of sum |e|, sum e² and sum y over the rows: exact,
-    so they merge across shards."""
-    buf, lens = _chunk_parts(y, p, _chunks(y.shape[0]))
+    so they merge across shards. A chunk whose sum of |e| or e² overflows float64 gives
+    ``[inf]`` (the exact sum is out of range: inf, whatever else is added); one whose sum of
+    ratings overflows gives its ratings themselves (exact; :func:`~receval._exact.total`
+    sums them without overflow)."""
+    n = y.shape[0]
+    n_chunks = _chunks(n)
+    buf, lens = _chunk_parts(y, p, n_chunks)
+
+    def chunk(j: int, c: int) -> np.ndarray:
+        if lens[j, c] >= 0:
+            return buf[j, c, : lens[j, c]]
+        if j < 2:
+            return np.array([math.inf])
+        return y[n * c // n_chunks : n * (c + 1) // n_chunks]
+
     return tuple(  # type: ignore[return-value]
-        np.concatenate([buf[j, c, : lens[j, c]] for c in range(lens.shape[1])]) for j in range(3)
+        np.concatenate([chunk(j, c) for c in range(n_chunks)]) for j in range(3)
     )
 
 
 def sums_from_parts(n: int, s_abs: np.ndarray, s_sq: np.ndarray, s_tot: np.ndarray) -> np.ndarray:
-    """``[rows, sum |e|, sum e², SS_tot]`` from row count and expansions, each rounded once."""
+    """``[rows, sum |e|, sum e², SS_tot]`` from row count and expansions, each rounded once
+    (inf when it exceeds float64)."""
     return np.array([float(n), total(s_abs), total(s_sq), total(s_tot)])
 
 
@@ -107,8 +154,9 @@ def global_sums(y: np.ndarray, p: np.ndarray) -> np.ndarray:
     the mean ``fsum(y) / n``), so no value depends on the order or the split of the rows."""
     s_abs, s_sq, s_y = row_parts(y, p)
     mean = total(s_y) / y.shape[0]
-    d = y - mean
-    return sums_from_parts(y.shape[0], s_abs, s_sq, parts(d * d))
+    with np.errstate(over="ignore"):  # a squared deviation beyond float64 is inf: SS_tot = inf
+        d = y - mean
+        return sums_from_parts(y.shape[0], s_abs, s_sq, parts(d * d))
 
 
 def group_sums(offsets: np.ndarray, order: np.ndarray, y: np.ndarray, p: np.ndarray) -> np.ndarray:
@@ -122,6 +170,8 @@ def values_from_sums(
     """Each group's value of metric ``name`` (NaN where undefined) and how many are undefined.
 
     ``sums`` has rows ``[n, sum |e|, sum e², SS_tot]``; ``width`` is r_max - r_min for nmae.
+    A sum that overflowed is inf, and so is the value (``-inf`` for r2); r2 is undefined where
+    SS_tot is 0 or itself overflowed (:func:`sstot_overflows` counts the latter).
     """
     n, s_abs, s_sq, s_tot = sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -134,7 +184,8 @@ def values_from_sums(
         elif name == "nmae":
             out = s_abs / n / width
         elif name == "r2":
-            out = np.where(s_tot > 0, 1.0 - s_sq / np.where(s_tot > 0, s_tot, 1.0), np.nan)
+            ok = (s_tot > 0) & np.isfinite(s_tot)
+            out = np.where(ok, 1.0 - s_sq / np.where(ok, s_tot, 1.0), np.nan)
         else:
             msg = f"unknown rating metric {name!r}"
             raise ValueError(msg)
@@ -142,12 +193,42 @@ def values_from_sums(
     return out, int(np.count_nonzero(np.isnan(out) & (n > 0)))
 
 
+def sstot_overflows(sums: np.ndarray) -> int:
+    """How many groups of ``sums`` (see :func:`values_from_sums`) have an SS_tot beyond float64:
+    their r2 is NaN for that reason, not for constant true ratings."""
+    return int(np.count_nonzero((sums[:, 0] > 0) & ~np.isfinite(sums[:, 3])))
+
+
+def r2_reason(constant: int, overflow: int) -> str:
+    """Why r2 is undefined for ``constant`` + ``overflow`` groups (users, or all rows)."""
+    reasons = []
+    if constant:
+        reasons.append("the true ratings are constant: SS_tot = 0")
+    if overflow:
+        reasons.append("SS_tot overflows float64: true ratings too large")
+    return "; ".join(reasons)
+
+
+def mean_of(values: np.ndarray) -> float:
+    """The mean of per-group values: their exactly rounded sum (inf beyond float64) over their
+    count, as the distributed engine merges it; NaN when there is none."""
+    return total(values) / int(values.size) if values.size else math.nan
+
+
 def rating_width(lo: float, hi: float) -> float:
-    """``hi - lo`` of a rating scale; NaN with a warning when the scale has no width."""
+    """``hi - lo`` of a rating scale; NaN with a warning when the scale has no width, an
+    :class:`InputError` when the width exceeds float64."""
     width = float(hi) - float(lo)
+    if math.isinf(width):
+        msg = (
+            f"nmae's rating scale ({float(lo)!r}, {float(hi)!r}) is wider than float64 can hold "
+            "(r_max - r_min overflows); rescale the ratings."
+        )
+        raise InputError(msg)
     if width <= 0:
         warnings.warn(
-            f"nmae is undefined on a rating scale of zero width ({lo!r}, {hi!r}); returning NaN.",
+            f"nmae is undefined on a rating scale of zero width ({float(lo)!r}, {float(hi)!r}); "
+            "returning NaN.",
             UndefinedMetricWarning,
             stacklevel=3,
         )
@@ -186,7 +267,18 @@ def _metric(
     same_length(y, p, ("y_true", "y_pred"))
     width = math.nan
     if name == "nmae":
-        lo, hi = check_range(rating_range) if rating_range is not None else (y.min(), y.max())
+        if rating_range is not None:
+            lo, hi = check_range(rating_range)
+            outside = (y < lo) | (y > hi)
+            if outside.any():
+                msg = (
+                    f"`y_true` has {int(outside.sum())} value(s) outside `rating_range` "
+                    f"{rating_range!r}; expected true ratings on the scale [r_min, r_max] "
+                    f"(predictions may lie outside it). Positions: {_positions(outside)}."
+                )
+                raise InputError(msg)
+        else:
+            lo, hi = y.min(), y.max()
         width = rating_width(lo, hi)
     if groups is None:
         sums = global_sums(y, p)[None, :]
@@ -197,13 +289,14 @@ def _metric(
         offsets, order = _counting_order(codes, keys.len())
         sums = group_sums(offsets, order, y, p)
     values, undefined = values_from_sums(name, sums, width)
-    if name == "r2" and undefined:
+    overflow = sstot_overflows(sums) if name == "r2" else 0
+    if name == "r2" and undefined > overflow:
         where = (
             "y_true is constant"
             if groups is None
             else (
-                f"y_true is constant within {undefined} of {values.shape[0]} group(s), left out "
-                "of the mean"
+                f"y_true is constant within {undefined - overflow} of {values.shape[0]} "
+                "group(s), left out of the mean"
             )
         )
         warnings.warn(
@@ -211,10 +304,15 @@ def _metric(
             UndefinedMetricWarning,
             stacklevel=3,
         )
-    defined = values[~np.isnan(values)]
-    if defined.size == 0:
-        return math.nan
-    return math.fsum(defined) / int(defined.size)
+    if overflow:
+        where = "" if groups is None else f" within {overflow} of {values.shape[0]} group(s)"
+        warnings.warn(
+            f"r2 cannot be computed in float64: SS_tot overflows{where} (true ratings too "
+            "large); NaN for those.",
+            UndefinedMetricWarning,
+            stacklevel=3,
+        )
+    return mean_of(values[~np.isnan(values)])
 
 
 def mae(y_true: Any, y_pred: Any, *, groups: Any = None) -> float:
@@ -294,7 +392,8 @@ def nmae(
     ----------
     rating_range:
         ``(r_min, r_max)`` of the rating scale; read from ``y_true`` (its min and max) when not
-        given. A scale of zero width gives NaN with a warning.
+        given. Every true rating must lie in it (an :class:`InputError` names those that do
+        not); predictions may lie outside it. A scale of zero width gives NaN with a warning.
     groups:
         As for :func:`mae`; the scale is the same for every group.
 

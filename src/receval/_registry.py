@@ -33,8 +33,10 @@ from __future__ import annotations
 import ast
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from ._errors import MetricError
@@ -169,7 +171,7 @@ class Metric:
                 return value
         return self.spec.param(name).default
 
-    @property
+    @cached_property  # computed once: a request of N metrics looks each name up many times
     def canonical(self) -> str:
         """The canonical printed form, which is also the metric's identity."""
         given = dict(self.values)
@@ -187,6 +189,15 @@ class Metric:
 
 _REGISTRY: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, str] = {}
+# trec_eval's measure names carry the cutoff after an underscore: ndcg_cut_10, P_10, ...
+_TREC_PREFIXES = {
+    "p": "precision",
+    "recall": "recall",
+    "ndcg_cut": "ndcg",
+    "map_cut": "map",
+    "success": "hit_rate",
+}
+_TREC_NAME = re.compile(rf"({'|'.join(_TREC_PREFIXES)})_(\d+)")
 
 
 def register(spec: MetricSpec) -> MetricSpec:
@@ -237,6 +248,13 @@ def parse_metric(text: str | Metric) -> Metric:
             "e.g. 'ndcg(gain=exp)@10'."
         )
         raise MetricError(msg)
+    trec_k: int | None = None
+    trec = _TREC_NAME.fullmatch(name)
+    if name not in _ALIASES and trec is not None:  # trec_eval's ndcg_cut_10, P_10, map_cut_100
+        name, trec_k = _TREC_PREFIXES[trec.group(1)], int(trec.group(2))
+        if trec_k < 1:
+            msg = f"`k` of {name} must be an integer >= 1; got {trec_k} in {text!r}."
+            raise MetricError(msg)
     if name not in _ALIASES:
         raise MetricError(_unknown(name, text))
     spec = _REGISTRY[_ALIASES[name]]
@@ -249,17 +267,29 @@ def parse_metric(text: str | Metric) -> Metric:
             known = ", ".join(declared) or "none"
             msg = f"{spec.name} has no parameter {kw.arg!r} (in {text!r}); its parameters: {known}."
             raise MetricError(msg)
+        if arg in values:
+            msg = f"{spec.name} is given parameter {arg!r} twice in {text!r}; give it once."
+            raise MetricError(msg)
         values[arg] = declared[arg].validate(spec.name, _literal(kw.value, text))
 
-    k: int | None = None
+    k: int | None = trec_k
     if at:
+        if trec_k is not None:
+            msg = f"{text!r} gives the cutoff twice (in the name and after @); give it once."
+            raise MetricError(msg)
         k = _parse_k(spec, tail.strip(), text)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
     return Metric(spec, ordered, k)
 
 
 def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metric, ...]:
-    """Parse a request of one or many metrics; duplicates (same canonical form) are dropped."""
+    """Parse a request of one or many metrics; duplicates (same canonical form) are dropped.
+
+    ``"ndcg@5,10,20"`` is shorthand for ``["ndcg@5", "ndcg@10", "ndcg@20"]``.
+
+    >>> [m.canonical for m in parse_metrics(["ndcg@5,10", "P_10", "map_cut_100", "hit@10"])]
+    ['ndcg@5', 'ndcg@10', 'precision@10', 'map@100', 'hit_rate@10']
+    """
     if isinstance(metrics, str | Metric):
         items: Iterable[str | Metric] = [metrics]
     elif isinstance(metrics, Iterable):
@@ -272,12 +302,26 @@ def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metri
         raise MetricError(msg)
     parsed: dict[str, Metric] = {}
     for item in items:
-        metric = parse_metric(item)
-        parsed.setdefault(metric.canonical, metric)
+        for one in _expand_cutoffs(item):
+            metric = parse_metric(one)
+            parsed.setdefault(metric.canonical, metric)
     if not parsed:
         msg = "metrics must name at least one metric, e.g. ['ndcg@10']; got none."
         raise MetricError(msg)
     return tuple(parsed.values())
+
+
+def _expand_cutoffs(item: str | Metric) -> list[str | Metric]:
+    """``"ndcg@5,10,20"`` -> ``["ndcg@5", "ndcg@10", "ndcg@20"]``; anything else as it is."""
+    if not isinstance(item, str):
+        return [item]
+    head, at, tail = item.partition("@")
+    if not at or "," not in tail:
+        return [item]
+    return [f"{head}@{k.strip()}" for k in tail.split(",")]
+
+
+MAX_K = 2**63 - 1  # cutoffs are 64-bit integers in the kernels
 
 
 def _parse_k(spec: MetricSpec, tail: str, text: str) -> int:
@@ -291,6 +335,9 @@ def _parse_k(spec: MetricSpec, tail: str, text: str) -> int:
         raise MetricError(msg) from None
     if k < 1:
         msg = f"`k` of {spec.name} must be an integer >= 1; got {k}."
+        raise MetricError(msg)
+    if k > MAX_K:
+        msg = f"`k` of {spec.name} must be an integer from 1 to 2^63 - 1; got {k}."
         raise MetricError(msg)
     return k
 
@@ -432,7 +479,7 @@ HIT_RATE = _ranking(
     "hit_rate",
     "1 when at least one relevant item is in the first K recommendations, else 0.",
     "[hits@K >= 1]",
-    aliases=("hr", "success"),
+    aliases=("hr", "success", "hit"),
     references=("trec_eval success_K",),
     variants="equals trec_eval success_K and ranx hit_rate@K",
 )
@@ -516,7 +563,7 @@ R_PRECISION = _ranking(
 # ------------------------------------------------------------- pointwise classification
 # Computed over the recommendation rows: the label of a row is 1 when its item is relevant for
 # the user (relevance >= rel, else evaluate's relevance_threshold; items not in truth are 0),
-# its score is the recs score (for log loss, a probability). METRICS.md "Pointwise".
+# its score is the recs score (for log loss, a probability). docs/pointwise.md.
 
 _CUT = Param(
     "threshold",
@@ -668,7 +715,7 @@ FBETA_SCORE = _pointwise(
 
 # -------------------------------------------------------------------- rating prediction
 # Computed over the truth rows (the true rating) joined with the recs score (the predicted
-# rating). METRICS.md "Rating prediction".
+# rating). docs/pointwise.md "Rating prediction".
 
 _AVERAGE = Param(
     "average",
@@ -742,7 +789,7 @@ R2 = _pointwise(
 
 # ----------------------------------------------------------------------- beyond accuracy
 # About the lists themselves: every user in recs counts, in truth or not. L@K is the user's
-# recs in descending score. METRICS.md "Beyond accuracy".
+# recs in descending score. docs/beyond.md.
 
 
 def _beyond(
@@ -779,7 +826,7 @@ COVERAGE = _beyond(
     "coverage",
     "Catalog coverage: the share of the catalog that appears in at least one top-K list.",
     "|union_u L@K| / |catalog|",
-    aliases=("catalog_coverage", "item_coverage"),
+    aliases=("catalog_coverage", "item_coverage", "itemcoverage"),
     references=("Ge et al., Beyond accuracy (RecSys 2010)", "RecBole ItemCoverage"),
     variants="equals RecBole itemcoverage@K when the catalog is the same",
 )
@@ -817,7 +864,7 @@ ARP = _beyond(
     "arp",
     "Average recommendation popularity: the mean train popularity of the items in L@K.",
     "mean over i in L@K of pop(i)",
-    aliases=("average_popularity",),
+    aliases=("average_popularity", "averagepopularity"),
     higher_is_better=False,
     bounds=(0.0, math.inf),
     references=(
@@ -832,7 +879,7 @@ GINI = _beyond(
     "Gini index of item exposure: appearances in the top-K lists over every catalog item, "
     "zeros included (0 = equal exposure).",
     "sum_i (2i - n - 1) x_(i) / (n sum x), x ascending, n = |catalog|",
-    aliases=("gini_index",),
+    aliases=("gini_index", "giniindex"),
     higher_is_better=False,
     references=("RecBole GiniIndex",),
     variants="equals RecBole giniindex@K when the catalog is the same",
@@ -841,7 +888,7 @@ ENTROPY = _beyond(
     "entropy",
     "Shannon entropy (bits) of item exposure in the top-K lists: distributional coverage.",
     "-sum_i p_i log2 p_i, p_i = appearances of i / all appearances",
-    aliases=("shannon_entropy",),
+    aliases=("shannon_entropy", "shannonentropy"),
     bounds=(0.0, math.inf),
     references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
     variants="RecBole shannonentropy@K is the mean of -p ln p over recommended items instead",

@@ -5,6 +5,8 @@ Layout shared by every format: a models x metrics table of means (with the boots
 where there is one), the best mean per metric in bold (direction from
 ``MetricSpec.higher_is_better``), a mark on means that differ significantly from the
 baseline, then the tests (p-values, adjusted p-values, effect sizes, paired users) and a legend.
+The Markdown and HTML reports end with their provenance: the inputs, the evaluation and test
+settings, the versions and the date (UTC; :func:`utc_now`, which tests replace).
 """
 
 from __future__ import annotations
@@ -14,17 +16,32 @@ import html
 import io
 import math
 import os
+import platform
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._errors import InputError
-from ._io import write_text
+from ._io import check_output_path, write_text
 
 if TYPE_CHECKING:
     from ._compare import Comparison
 
-__all__ = ["html_tables", "text_table", "to_latex", "to_markdown", "write_html"]
+__all__ = [
+    "best_models",
+    "curve_figures",
+    "describe_input",
+    "format_p",
+    "html_tables",
+    "legend",
+    "provenance",
+    "text_table",
+    "to_latex",
+    "to_markdown",
+    "utc_now",
+    "write_html",
+]
 
 MARK = "*"
 _TEST = {
@@ -41,6 +58,11 @@ def _num(value: float | None, digits: int) -> str:
     return f"{value:.{digits}f}"
 
 
+def format_p(value: float | None, digits: int) -> str:
+    """A p-value as every report prints it: ``digits`` decimals, ``<0.0001`` below that."""
+    return _p(value, digits)
+
+
 def _p(value: float | None, digits: int) -> str:
     if value is None or math.isnan(value):
         return "-"
@@ -50,14 +72,14 @@ def _p(value: float | None, digits: int) -> str:
 
 def best_models(cmp: Comparison) -> dict[str, set[str]]:
     """Metric -> the models with the best mean (all of them on a tie)."""
+    by_metric: dict[str, dict[str, float]] = {}  # one pass over the table, not one per metric
+    for row in cmp.table.select("model", "metric", "mean").iter_rows(named=True):
+        if row["mean"] is not None and not math.isnan(row["mean"]):
+            by_metric.setdefault(row["metric"], {})[row["model"]] = row["mean"]
     out: dict[str, set[str]] = {}
     for metric in cmp.metric_specs:
         key = metric.canonical
-        means = {
-            row["model"]: row["mean"]
-            for row in cmp.table.filter(cmp.table["metric"] == key).iter_rows(named=True)
-            if row["mean"] is not None and not math.isnan(row["mean"])
-        }
+        means = by_metric.get(key, {})
         if not means:
             out[key] = set()
             continue
@@ -70,8 +92,9 @@ def _cells(cmp: Comparison) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
 
 
-def legend(cmp: Comparison) -> str:
-    """One paragraph: what the numbers, the bold and the mark mean."""
+def legend(cmp: Comparison, *, best: str = "Bold") -> str:
+    """One paragraph: what the numbers, the best-mean mark (``best``) and the significance
+    mark mean."""
     s = cmp.settings
     level = round(100 * s["confidence"], 6)
     method = "BCa" if s["ci"] == "bca" else "percentile"
@@ -81,7 +104,7 @@ def legend(cmp: Comparison) -> str:
         test += f" ({s['n_permutations']} sign flips, seed {s['seed']})"
     return (
         f"Mean over users [{level:g}% {method} bootstrap interval, {s['n_resamples']} user-level "
-        f"resamples, seed {s['seed']}]. Bold: best mean per metric. {MARK}: differs from the "
+        f"resamples, seed {s['seed']}]. {best}: best mean per metric. {MARK}: differs from the "
         f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
         f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
         "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
@@ -147,6 +170,8 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     notes = _notes(cmp)
     if notes:
         out += ["", "Notes:", "", *[f"- {_md_escape(n)}" for n in notes]]
+    facts = [f"- {_md_escape(label)}: {_md_escape(value)}" for label, value in provenance(cmp)]
+    out += ["", "Provenance:", "", *facts]
     return "\n".join(out) + "\n"
 
 
@@ -267,6 +292,119 @@ def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     )
 
 
+def utc_now() -> datetime:
+    """The report's clock: the current time in UTC (tests replace it for an exact date)."""
+    return datetime.now(UTC)
+
+
+def describe_input(value: Any) -> str:
+    """An input as the provenance names it: a path as given, else the kind of object and,
+    when known without reading it, its size (``"polars DataFrame, 1,234 rows"``,
+    ``"dict, 12 users"``; a LazyFrame or a Spark DataFrame is not counted)."""
+    if isinstance(value, str | os.PathLike):
+        return os.fsdecode(value)
+    kind = type(value)
+    root = kind.__module__.split(".")[0]
+    name = kind.__name__ if root == "builtins" else f"{root} {kind.__name__}"
+    if isinstance(value, Mapping):
+        return f"{name}, {_count(len(value), 'user')}"
+    shape = getattr(value, "shape", None) if root in ("polars", "pandas", "pyarrow") else None
+    if isinstance(shape, tuple) and shape and isinstance(shape[0], int):
+        return f"{name}, {_count(shape[0], 'row')}"
+    return name
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def provenance(cmp: Comparison) -> list[tuple[str, str]]:
+    """``(label, value)`` pairs: the inputs (truth, each run), the evaluation settings (tie
+    policy, relevance threshold, no-recs policy, id_type when set), the test, correction,
+    alpha and bootstrap, the versions of receval, Python and Polars, and the date (UTC, ISO
+    8601, from :func:`utc_now`)."""
+    import polars as pl
+
+    from . import __version__
+
+    s = cmp.settings
+    inputs = cmp.inputs
+    facts: list[tuple[str, str]] = []
+    if inputs is None:
+        facts.append(("truth", "not recorded"))
+        facts += [(f"run {name}", "not recorded") for name in cmp.models]
+    else:
+        facts.append(("truth", describe_input(inputs["truth"])))
+        facts += [(f"run {name}", describe_input(run)) for name, run in inputs["runs"].items()]
+    evaluated = s.get("evaluate") or {}
+    options = inputs["options"] if inputs is not None else {}
+    for key, label in (("ties", "ties"), ("relevance_threshold", "relevance threshold"),
+                       ("no_recs", "no-recs policy"), ("id_type", "id_type")):  # fmt: skip
+        value = evaluated.get(key, options.get(key))
+        if value is not None:
+            facts.append((label, f"{value:g}" if isinstance(value, float) else str(value)))
+    test = f"{_TEST[s['test']]}, two-sided"
+    if s["test"] == "randomization":
+        test += f", {s['n_permutations']} sign flips, seed {s['seed']}"
+    level = round(100 * s["confidence"], 6)
+    method = "BCa" if s["ci"] == "bca" else "percentile"
+    facts += [
+        ("test", test),
+        ("correction", _CORRECTION.get(s["correction"] or "", "none")),
+        ("alpha", f"{s['alpha']:g}"),
+        ("bootstrap", f"{level:g}% {method} interval, {s['n_resamples']} user-level "
+                      f"resamples, seed {s['seed']}"),
+        ("receval", __version__),
+        ("Python", platform.python_version()),
+        ("Polars", pl.__version__),
+        ("date", utc_now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
+    ]  # fmt: skip
+    return facts
+
+
+_MAX_CURVE_K = 100
+
+
+def curve_figures(cmp: Comparison) -> dict[str, Any]:
+    """The HTML report's curves, drawn from the comparison's inputs (none when they are not
+    known): metric@K for K = 1..K of each ranking metric with a cutoff (one curve per base
+    metric, its largest K, at most 100), and the runs' ROC curves when a classification
+    metric is among the compared ones."""
+    from . import plot
+    from ._registry import parse_metric
+
+    inputs = cmp.inputs
+    if inputs is None:
+        return {}
+    truth, runs, options = inputs["truth"], inputs["runs"], inputs["options"]
+    longest: dict[str, int] = {}
+    classification = False
+    for name in cmp.metrics:
+        m = parse_metric(name)
+        classification |= m.spec.family == "classification"
+        if m.spec.family == "ranking" and m.k is not None:
+            base = m.canonical.rsplit("@", 1)[0]
+            longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
+    figures: dict[str, Any] = {}
+    for base, k in longest.items():
+        figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
+    if classification:
+        keys = ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold",
+                "id_type")  # fmt: skip
+        roc_options = {key: options[key] for key in keys if key in options}
+        figures["ROC curves"] = plot.roc(truth, runs, **roc_options)
+    return figures
+
+
+def _html_provenance(cmp: Comparison) -> str:
+    e = html.escape
+    rows = "".join(
+        f'<tr><th scope="row">{e(label)}</th><td>{e(value)}</td></tr>'
+        for label, value in provenance(cmp)
+    )
+    return f'<h2>Provenance</h2><table id="provenance"><tbody>{rows}</tbody></table>'
+
+
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
     cells, best = _cells(cmp), best_models(cmp)
@@ -345,30 +483,29 @@ def write_html(
     path: str | os.PathLike[str],
     *,
     plots: bool = True,
+    curves: bool = True,
     title: str = "receval comparison",
     figures: Mapping[str, Any] | None = None,
     digits: int = 4,
 ) -> Path:
-    """Write the self-contained HTML report atomically (temporary file, then rename)."""
+    """Write the self-contained HTML report atomically (temporary file, then rename); see
+    :meth:`receval.Comparison.to_html`."""
     target = Path(path)
     if target.suffix.lower() not in (".html", ".htm"):
         msg = f"cannot write {str(target)!r}: expected an .html path."
         raise InputError(msg)
-    if not target.parent.is_dir():
-        msg = f"cannot write {str(target)!r}: folder {str(target.parent)!r} does not exist."
-        raise InputError(msg)
+    check_output_path(target)  # before drawing anything
     figs: dict[str, Any] = {}
     if plots:
         from . import plot
 
         figs["Means with bootstrap intervals"] = plot.intervals(cmp)
-        testable = [
-            k
-            for k in cmp.metrics
-            if cmp.table.filter(cmp.table["metric"] == k)["ci_low"].is_not_null().any()
-        ]
+        with_ci = set(cmp.table.filter(cmp.table["ci_low"].is_not_null())["metric"])
+        testable = [k for k in cmp.metrics if k in with_ci]
         for key in testable:
             figs[f"Per-user values: {key}"] = plot.per_user(cmp, key)
+        if curves:
+            figs.update(curve_figures(cmp))
     figs.update(figures or {})
     images = "".join(
         f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
@@ -379,7 +516,7 @@ def write_html(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
         f"<h1>{html.escape(title)}</h1>{html_tables(cmp, digits=digits)}"
-        f'<div id="plots">{images}</div></body></html>\n'
+        f'<div id="plots">{images}</div>{_html_provenance(cmp)}</body></html>\n'
     )
     write_text(doc, target)
     return target

@@ -18,7 +18,7 @@ __all__ = ["Counts", "Result"]
 
 @dataclass(frozen=True)
 class Counts:
-    """How many users the evaluation saw, by kind (METRICS.md, "Which users are averaged").
+    """How many users the evaluation saw, by kind (docs/metrics.md, "Users").
 
     Attributes
     ----------
@@ -30,15 +30,20 @@ class Counts:
         Users in truth with no relevant item: left out of every mean.
     recs_not_in_truth:
         Users with recommendations who are not in truth: left out of accuracy metrics.
+    recs_in_train:
+        Recommendation rows of users in truth whose item the user already has in ``train``
+        (an item seen in training is rarely in the test set, so such rows seldom count as
+        hits); None when no ``train`` is given.
     """
 
     evaluated: int
     no_recs: int
     no_relevant: int
     recs_not_in_truth: int
+    recs_in_train: int | None = None
 
-    def to_dict(self) -> dict[str, int]:
-        """The counts as a plain dict."""
+    def to_dict(self) -> dict[str, int | None]:
+        """The counts as a plain dict (``recs_in_train`` None without ``train``)."""
         return asdict(self)
 
 
@@ -67,6 +72,8 @@ class Result(Mapping[str, float]):
         self._details = details or {}
 
     def __getitem__(self, name: str) -> float:
+        if isinstance(name, str) and name in self._means:  # a canonical name: no parsing
+            return self._means[name]
         try:
             key = parse_metric(name).canonical
         except ValueError:
@@ -104,7 +111,9 @@ class Result(Mapping[str, float]):
 
     @property
     def settings(self) -> dict[str, Any]:
-        """The options the evaluation ran with."""
+        """The options the evaluation ran with: ``ties``, ``relevance_threshold``,
+        ``no_recs`` and ``relevance_col``, truth's relevance column (None: every truth row had
+        relevance 1)."""
         return dict(self._settings)
 
     @property
@@ -151,8 +160,9 @@ class Result(Mapping[str, float]):
             f"<table><thead><tr>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>"
             f"<p>users: {c.evaluated} evaluated, {c.no_recs} without recs, {c.no_relevant} "
-            f"without relevant items, {c.recs_not_in_truth} recs users not in truth; "
-            f"ties={html.escape(str(self._settings.get('ties')))}</p>"
+            f"without relevant items, {c.recs_not_in_truth} recs users not in truth"
+            + ("" if c.recs_in_train is None else f", {c.recs_in_train} recs rows in train")
+            + f"; ties={html.escape(str(self._settings.get('ties')))}</p>"
         )
 
     def __repr__(self) -> str:
@@ -162,5 +172,6 @@ class Result(Mapping[str, float]):
         lines.append(
             f"  users: {c.evaluated} evaluated, {c.no_recs} without recs, "
             f"{c.no_relevant} without relevant items, {c.recs_not_in_truth} recs users not in truth"
+            + ("" if c.recs_in_train is None else f", {c.recs_in_train} recs rows in train")
         )
         return "Result(\n" + "\n".join(lines) + "\n)"

@@ -53,9 +53,10 @@ from ._evaluate import (
     join_per_user,
     no_evaluated_message,
     prepare,
+    warn_unused_relevance,
 )
 from ._exact import parts, parts_weighted, total
-from ._io import read_table
+from ._io import Inputs
 from ._registry import Metric, parse_metrics
 from ._result import Counts, Result
 
@@ -118,7 +119,10 @@ class ShardSpec:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return {"ties": self.ties, "relevance_threshold": self.threshold, "no_recs": self.no_recs}
+        return {
+            "ties": self.ties, "relevance_threshold": self.threshold, "no_recs": self.no_recs,
+            "relevance_col": self.relevance_col if self.has_relevance else None,
+        }  # fmt: skip
 
     def thresholds(self) -> list[float]:
         """The relevance thresholds of the scored metrics (auc, average_precision), in order:
@@ -177,12 +181,10 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     columns = per_user_metrics(plan)
     frame = join_per_user(plan, parts_, prep)
     user_type = frame.schema[spec.user_col]
+    present = set(frame.columns)  # a set: one lookup per metric, not a scan of the columns
     frame = frame.select(
         pl.col(spec.user_col),
-        *[
-            pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.Float64).alias(c)
-            for c in columns
-        ],
+        *[pl.col(c) if c in present else pl.lit(None, dtype=pl.Float64).alias(c) for c in columns],
     ).with_columns(pl.col(spec.user_col).cast(user_type))
 
     stats: dict[str, Any] = {
@@ -319,6 +321,9 @@ class Merger:
         self.sums: dict[str, list[Any]] = {}
         self.logloss: dict[str, list[Any]] = {}
         self.rating: list[Any] | None = None
+        # recs rows of truth users whose item the user has in train, and their users (None:
+        # no train); counted by the engine over all the data, not by the shards
+        self.in_train: tuple[int, int] | None = None
 
     def add(self, stats: dict[str, Any]) -> None:
         self.counts = [a + b for a, b in zip(self.counts, stats["counts"], strict=True)]
@@ -369,7 +374,11 @@ class Merger:
         from ._pointwise import _need_classes, _thresholded
 
         spec = self.spec
-        counts = Counts(*self.counts)
+        in_train = None if self.in_train is None else self.in_train[0]
+        evaluated, no_recs, no_relevant, not_in_truth = self.counts
+        counts = Counts(evaluated, no_recs, no_relevant, not_in_truth, recs_in_train=in_train)
+        if self.in_train is not None:
+            B.warn_in_train(*self.in_train, stacklevel=3)
         thresholds = spec.thresholds()
         means: dict[str, float] = {}
         ranking = [m for m in self.plan if m.spec.family == "ranking"]
@@ -539,8 +548,11 @@ def build_context(
     return out
 
 
-def _local_sources(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Sources:
-    """:class:`Sources` of local frames (the one-process scheme)."""
+def _local_sources(
+    t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec, inputs: Inputs | None = None
+) -> Sources:
+    """:class:`Sources` of local frames (the one-process scheme); ``inputs``: the item
+    table's own column name and format (train comes read, with truth's names)."""
     user_col, item_col = spec.user_col, spec.item_col
     kind = pl.String if r[item_col].dtype == pl.String else pl.Int64
 
@@ -555,7 +567,7 @@ def _local_sources(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Sources
 
     return Sources(
         user_col, item_col, kind, truth_range, popularity,
-        lambda data: B.read_items(data, user_col, item_col, kind),
+        lambda data: B.read_items(data, user_col, item_col, kind, inputs=inputs),
         lambda: [t[item_col].cast(kind).unique(), r[item_col].cast(kind).unique()],
     )  # fmt: skip
 
@@ -580,6 +592,8 @@ def evaluate_sharded(
     items: Any = None,
     item_features: Any = None,
     rating_range: tuple[float, float] | None = None,
+    columns: Any = None,
+    input_format: Any = None,
 ) -> Result:
     """:func:`receval.evaluate` by the distributed scheme, in one process.
 
@@ -589,16 +603,24 @@ def evaluate_sharded(
     """
     order_col = rank_col if rank_col is not None else score_col
     rel_name = relevance_col or "relevance"
-    t = read_table(truth, "truth", user_col=user_col, item_col=item_col, value_col=rel_name)
-    r = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
+    inputs = Inputs.of(columns, input_format, user_col, item_col)
+    user_col, item_col = inputs.user_col, inputs.item_col
+    t = inputs.read(truth, "truth", rel_name)
+    r = inputs.read(recs, "recs", order_col)
     for frame, role in ((t, "truth"), (r, "recs")):
         if frame.height == 0:
             msg = f"{role} is empty (0 rows); expected at least one row."
             raise InputError(msg)
     has_relevance = relevance_col is not None or rel_name in t.columns
+    if not has_relevance:
+        warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=2)
     if not has_relevance and user_col in t.columns and item_col in t.columns:
         t = t.select(user_col, item_col).with_columns(pl.lit(1.0).alias(rel_name))
-    options = {"train": train, "items": items, "item_features": item_features,
+    pairs = None
+    if train is not None:  # read once: the in-train count and popularity
+        kind = pl.String if r.schema.get(item_col) == pl.String else pl.Int64
+        pairs = B.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
+    options = {"train": pairs, "items": items, "item_features": item_features,
                "rating_range": rating_range}  # fmt: skip
     spec = spec_of(
         metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
@@ -614,7 +636,7 @@ def evaluate_sharded(
         order_col=order_col,
         by_rank=spec.by_rank,
     )  # columns and types; values are checked in each shard
-    context = build_context(plan, options, _local_sources(t, r, spec))
+    context = build_context(plan, options, _local_sources(t, r, spec, inputs))
     spec = ShardSpec(**{**spec.__dict__, "options": context})
 
     t_users, r_users = t[user_col].unique(), r[user_col].unique()
@@ -651,6 +673,8 @@ def evaluate_sharded(
         if out.ratings is not None:
             ratings.append(out.ratings)
     per_user = pl.concat(frames).sort(user_col)
+    if pairs is not None:  # the shards have checked truth and recs
+        merger.in_train = B.in_train_counts(t_users, r, pairs, user_col, item_col)
 
     n_thr = len(spec.thresholds())
     scored = ap = None

@@ -26,7 +26,7 @@ import os
 import pickle
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,9 +35,9 @@ import numpy as np
 import polars as pl
 
 from ._errors import EngineError, InputError, MetricError, RecevalError
-from ._evaluate import check_inputs
-from ._io import read_table
-from ._layout import unify_ids
+from ._evaluate import check_inputs, check_spark_options, warn_unused_relevance
+from ._io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
+from ._layout import IdType, IdTypeArg, check_id_type, not_integer_message, unify_ids
 from ._result import Result
 from ._shard import (
     Merger,
@@ -170,21 +170,128 @@ def _executor_errors() -> Iterator[None]:
 # ------------------------------------------------------------------------------ inputs
 
 
-def _as_spark(spark: Any, data: Any, role: str, cols: dict[str, str]) -> Any:
-    """A Spark DataFrame of ``data``: as is, read by Spark (Parquet, CSV/TSV paths), or made
-    from a local source (frames, dicts, TREC files) by the local reader."""
+def _as_spark(
+    spark: Any, data: Any, role: Role, cols: dict[str, str], fmt: InputFormat | None = None
+) -> Any:
+    """A Spark DataFrame of ``data``: as is, read by Spark (Parquet, CSV/TSV paths, or the
+    format ``fmt`` names), or made from a local source (frames, dicts, TREC and RecBole files)
+    by the local reader.
+
+    A path goes to Spark as given (``os.fspath``: ``s3a://bucket/x`` keeps its ``//``); a
+    path Spark cannot find or read raises the local reader's :class:`InputError`."""
     if is_spark_frame(data):
         return data
-    if isinstance(data, str | os.PathLike):
+    if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() not in RECBOLE_SUFFIXES:
         path = Path(data)
         suffix = path.suffix.lower()
-        if path.is_dir() or suffix in (".parquet", ".pq"):
-            return spark.read.parquet(str(path))
-        if suffix in (".csv", ".tsv"):
-            sep = "\t" if suffix == ".tsv" else ","
-            return spark.read.csv(str(path), header=True, inferSchema=True, sep=sep)
-    frame = read_table(data, role, **cols)  # type: ignore[arg-type]
+        text = os.fspath(data)
+        if fmt == "parquet" or (fmt is None and (path.is_dir() or suffix in (".parquet", ".pq"))):
+            return _spark_read(role, text, lambda: spark.read.parquet(text), spark)
+        if fmt in ("csv", "tsv") or (fmt is None and suffix in (".csv", ".tsv")):
+            sep = "\t" if (fmt or suffix.lstrip(".")) == "tsv" else ","
+            ids = (cols["user_col"], cols["item_col"])
+            return _spark_read(role, text, lambda: _spark_csv(spark, text, sep, ids), spark)
+    frame = read_table(data, role, input_format=fmt, **cols)
     return spark.createDataFrame(frame.to_arrow())
+
+
+def _rename_spark(
+    frame: Any, role: Role, names: tuple[str, str], canonical: tuple[str, str]
+) -> Any:
+    """A Spark frame's id columns ``names`` renamed to truth's ``canonical`` ones, checked
+    and done as :func:`~receval._io.rename_ids` does for a local frame."""
+    if names == canonical:
+        return frame
+    rename_ids(_empty_like(frame), role, names, canonical)  # the local engine's checks
+    pairs = {src: dst for src, dst in zip(names, canonical, strict=True) if src != dst}
+    clash = [c for c in pairs.values() if c in frame.columns and c not in pairs]
+    return frame.drop(*clash).withColumnsRenamed(pairs)
+
+
+def _path_found(spark: Any, path: str) -> bool:
+    """False when Spark's file system (Hadoop's, with the session's configuration: local,
+    ``hdfs://``, ``s3a://`` ...) has nothing at ``path`` (a glob: nothing matches). Classic
+    sessions only; True when it cannot tell (Spark Connect), so that Spark's read decides."""
+    try:
+        jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+        target = jvm.org.apache.hadoop.fs.Path(path)
+        found = target.getFileSystem(conf).globStatus(target)
+    except Exception:  # Spark Connect, or a file system that cannot be asked
+        return True
+    return found is not None and len(found) > 0
+
+
+def _spark_read(role: str, path: str, read: Any, spark: Any = None) -> Any:
+    """``read()``, with Spark's errors on a missing or unreadable path as :class:`InputError`
+    (the local reader's message for a missing file). A missing path is found before Spark
+    reads (``spark`` given), so Spark logs no stack trace about it."""
+    if spark is not None and not _path_found(spark, path):
+        msg = f"{role} file {path!r} does not exist."
+        raise InputError(msg)
+    try:
+        return read()
+    except Exception as exc:
+        if not any(c.__module__.startswith(("pyspark", "py4j")) for c in type(exc).__mro__):
+            raise
+        text = str(exc).strip()
+        if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+            msg = f"{role} file {path!r} does not exist."
+        else:
+            first = text.splitlines()[0] if text else type(exc).__name__
+            msg = f"{role} file {path!r} could not be read by Spark: {first}"
+        raise InputError(msg) from None
+
+
+def _spark_csv(spark: Any, path: str, sep: str, ids: tuple[str, str]) -> Any:
+    """A CSV/TSV file read by Spark as the local reader reads it: the id columns as text
+    (``007`` stays ``"007"``); the other columns' types inferred from every row."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    inferred = spark.read.csv(path, header=True, inferSchema=True, sep=sep)
+    fields = inferred.schema.fields
+    if all(f.name not in ids or isinstance(f.dataType, StringType) for f in fields):
+        return inferred
+    schema = StructType(
+        [StructField(f.name, StringType(), True) if f.name in ids else f for f in fields]
+    )
+    return spark.read.csv(path, header=True, schema=schema, sep=sep)
+
+
+_SPARK_TEXT = ("StringType", "VarcharType", "CharType")
+_INTEGER_TEXT = r"^[+-]?[0-9]+$"  # what Polars' strict cast of text to Int64 accepts
+
+
+def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
+    """Each id column of a Spark frame (checked: integers or text) cast to its kind (``kinds``:
+    column -> kind), as :func:`~receval._layout.cast_ids` casts a local one. ``"int"`` on text
+    ids runs one job (counting the values that are not 64-bit integers; a second one shows
+    the first of them) and raises the local engine's error."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: type(f.dataType).__name__ for f in frame.schema.fields}
+    casts = {c: F.col(c).cast("string") for c, k in kinds.items() if k == "str"}
+    integers = [c for c, k in kinds.items() if k == "int"]
+    casts.update({c: F.col(c).cast("bigint") for c in integers})
+    texts = [c for c in integers if types[c] in _SPARK_TEXT]
+    if texts:
+
+        def not_integer(col: str) -> Any:
+            quoted = "`" + col.replace("`", "``") + "`"
+            as_int = F.expr(f"try_cast({quoted} AS BIGINT)")
+            value = F.col(col)
+            return value.isNotNull() & (~value.rlike(_INTEGER_TEXT) | as_int.isNull())
+
+        counts = frame.agg(
+            *[F.sum(not_integer(c).cast("bigint")).alias(f"n{j}") for j, c in enumerate(texts)]
+        ).collect()[0]
+        for j, col in enumerate(texts):
+            if counts[j]:
+                found = frame.filter(not_integer(col)).select(*kinds).limit(5).collect()
+                rows = "\n".join(
+                    "  " + ", ".join(f"{k}={v!r}" for k, v in row.asDict().items()) for row in found
+                )
+                raise InputError(not_integer_message(role, col, int(counts[j]), rows))
+    return frame.withColumns(casts) if casts else frame
 
 
 _POLARS_OF = {
@@ -383,13 +490,20 @@ def evaluate_spark(
     items: Any = None,
     item_features: Any = None,
     rating_range: tuple[float, float] | None = None,
+    id_type: IdTypeArg = "auto",
+    columns: Any = None,
+    input_format: Any = None,
 ) -> Result:
     """:func:`receval.evaluate` with Spark (see the module doc); same arguments and Result.
 
     ``spark``: the session (default: that of a Spark DataFrame input, the active one, or a
     local one); ``partitions``: how many user shards (default: about 2 million rows each, at
-    most ``spark.sql.shuffle.partitions``).
+    most ``spark.sql.shuffle.partitions``). Every option is checked before any Spark job.
     """
+    kinds = check_id_type(id_type)
+    partitions = check_spark_options(spark, partitions)
+    inputs = Inputs.of(columns, input_format, user_col, item_col)
+    user_col, item_col = inputs.user_col, inputs.item_col  # every frame gets truth's names
     _pyspark()
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -412,10 +526,19 @@ def evaluate_spark(
         _checked.add(id(spark))
     order_col = rank_col if rank_col is not None else score_col
     rel_name = relevance_col or "relevance"
-    cols = {"user_col": user_col, "item_col": item_col}
-    t = _as_spark(spark, truth, "truth", {**cols, "value_col": rel_name})
-    r = _as_spark(spark, recs, "recs", {**cols, "value_col": order_col})
+    read = []
+    sides: tuple[tuple[Any, Role, str], ...] = (
+        (truth, "truth", rel_name), (recs, "recs", order_col),
+    )  # fmt: skip
+    for data, role, value_col in sides:
+        own = inputs.columns[role]
+        cols = {"user_col": own[0], "item_col": own[1], "value_col": value_col}
+        frame = _as_spark(spark, data, role, cols, inputs.formats[role])
+        read.append(_rename_spark(frame, role, own, (user_col, item_col)))
+    t, r = read
     has_relevance = relevance_col is not None or rel_name in t.columns
+    if not has_relevance:
+        warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=3)
     if not has_relevance and user_col in t.columns and item_col in t.columns:
         t = t.select(user_col, item_col).withColumn(rel_name, F.lit(1.0))
     spec = spec_of(metrics, has_relevance=has_relevance, **request)
@@ -430,6 +553,10 @@ def evaluate_spark(
         by_rank=spec.by_rank,
         allow_empty=True,
     )  # columns and types; values are checked in each shard
+    if kinds != {"user": "auto", "item": "auto"}:
+        id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
+        t, r = _spark_ids(t, "truth", id_kinds), _spark_ids(r, "recs", id_kinds)
+        t_empty, r_empty = _empty_like(t), _empty_like(r)
     t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
@@ -444,10 +571,16 @@ def evaluate_spark(
         F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
         F.col(order_col).cast("double").alias("__v"),
     )
+    kind = pl.String if item_type == pl.String else pl.Int64
+    if train is not None and not is_spark_frame(train):  # a local train, read once
+        from ._beyond import read_train
+
+        train = read_train(train, user_col, item_col, kind, kinds, inputs, unify=False)
     options = {"train": train, "items": items, "item_features": item_features,
                "rating_range": rating_range}  # fmt: skip
     with _executor_errors():
-        context = build_context(plan, options, _spark_sources(spec, t, r, item_type))
+        sources = _spark_sources(spec, t, r, item_type, kinds, inputs)
+        context = build_context(plan, options, sources)
     spec = ShardSpec(**{**spec.__dict__, "options": context})
 
     rows = (
@@ -474,7 +607,10 @@ def evaluate_spark(
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _executor_errors():
-            return _finish(spark, spec, out, columns, user_type, partitions)
+            in_train = None
+            if train is not None:
+                in_train = _in_train_job(spark, t, r, train, spec, user_type, kinds, inputs)
+            return _finish(spark, spec, out, columns, user_type, partitions, in_train)
     finally:
         if global_rows:
             out.unpersist()
@@ -523,6 +659,7 @@ def _finish(
     columns: list[str],
     user_type: Any,
     partitions: int,
+    in_train: Callable[[], tuple[int, int]] | None = None,
 ) -> Result:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -540,6 +677,8 @@ def _finish(
         if rows == 0:
             msg = f"{side} is empty (0 rows); expected at least one row."
             raise InputError(msg)
+    if in_train is not None:  # a job run once the shards have checked truth and recs
+        merger.in_train = in_train()
     per_user = local.filter(pl.col("kind") == _KIND_USER).drop("kind", "blob")
     per_user = per_user.with_columns(pl.col(user_col).cast(user_type)).sort(user_col)
     if not columns:
@@ -599,9 +738,65 @@ def _finish(
 # ------------------------------------------------------------------------- the context
 
 
-def _spark_sources(spec: ShardSpec, t: Any, r: Any, item_type: Any) -> Sources:
+def _in_train_job(
+    spark: Any,
+    t: Any,
+    r: Any,
+    train: Any,
+    spec: ShardSpec,
+    user_type: Any,
+    kinds: dict[str, IdType],
+    inputs: Inputs,
+) -> Callable[[], tuple[int, int]]:
+    """The job counting recs rows of truth users whose (user, item) pair is in train, and
+    their users (:func:`~receval._beyond.in_train_counts`, by semi joins); ``t``, ``r``: the
+    ``__u, __i`` frames; ``train``: a Spark frame, or the local distinct pairs already read.
+    Its checks (train's id types) run here, before any job."""
+    from pyspark.sql import functions as F
+
+    from ._beyond import join_key_type
+
+    user_col, item_col = spec.user_col, spec.item_col
+    item_type = _empty_like(t.select("__i")).schema["__i"]
+    if is_spark_frame(train):
+        own_user, own_item = inputs.columns["train"]
+        pairs = _spark_train(train, own_user, own_item, item_type, kinds, check_items=False)
+        found = _empty_like(pairs).schema
+        train_types = (found["__u"], found["__i"])
+    else:
+        pairs = spark.createDataFrame(
+            train.select(pl.col(user_col).alias("__u"), pl.col(item_col).alias("__i")).to_arrow()
+        )
+        train_types = (train.schema[user_col], train.schema[item_col])
+    key = {  # ids compared as the local engine compares them
+        c: "bigint" if join_key_type(ours, theirs) == pl.Int64 else "string"
+        for c, ours, theirs in zip(("__u", "__i"), (user_type, item_type), train_types, strict=True)
+    }
+
+    def typed(frame: Any) -> Any:
+        return frame.select(*[F.col(c).cast(k).alias(c) for c, k in key.items()])
+
+    def run() -> tuple[int, int]:
+        users = t.select(F.col("__u").cast(key["__u"]).alias("__u")).distinct()
+        found = typed(r).join(users, "__u", "left_semi")
+        found = found.join(typed(pairs), ["__u", "__i"], "left_semi")
+        rows, n_users = found.agg(F.count(F.lit(1)), F.countDistinct("__u")).collect()[0]
+        return int(rows), int(n_users)
+
+    return run
+
+
+def _spark_sources(
+    spec: ShardSpec,
+    t: Any,
+    r: Any,
+    item_type: Any,
+    kinds: dict[str, IdType],
+    inputs: Inputs | None = None,
+) -> Sources:
     """:class:`~receval._shard.Sources` computed by Spark where the data lives there (truth,
-    recs, a Spark train or item table); local train and item tables are read locally."""
+    recs, a Spark train or item table); local train and item tables are read locally (a local
+    train comes read, with truth's names; ``inputs``: the other inputs' own column names)."""
     from pyspark.sql import functions as F
 
     from . import _beyond as B
@@ -615,10 +810,11 @@ def _spark_sources(spec: ShardSpec, t: Any, r: Any, item_type: Any) -> Sources:
 
     def popularity(train: Any) -> tuple[pl.DataFrame, int]:
         if not is_spark_frame(train):
-            local = B.read_train(train, user_col, item_col, kind)
+            local = B.read_train(train, user_col, item_col, kind, kinds)
             assert local is not None
             return B.train_popularity(local, user_col, item_col)
-        pairs = _spark_train(train, user_col, item_col, item_type).persist()
+        own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
+        pairs = _spark_train(train, own_user, own_item, item_type, kinds).persist()
         try:  # distinct (user, item) pairs: users per item, and train's users
             per_item = _collect_polars(pairs.groupBy("__i").agg(F.count(F.lit(1)).alias("n")))
             n_users = int(pairs.select("__u").distinct().count())
@@ -632,7 +828,7 @@ def _spark_sources(spec: ShardSpec, t: Any, r: Any, item_type: Any) -> Sources:
     def items(data: Any) -> pl.DataFrame | None:
         if is_spark_frame(data):
             data = _collect_polars(data)
-        return B.read_items(data, user_col, item_col, kind)
+        return B.read_items(data, user_col, item_col, kind, kinds, inputs)
 
     def item_ids() -> list[pl.Series]:
         union = t.select("__i").unionByName(r.select("__i")).distinct()
@@ -641,15 +837,34 @@ def _spark_sources(spec: ShardSpec, t: Any, r: Any, item_type: Any) -> Sources:
     return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids)
 
 
-def _spark_train(train: Any, user_col: str, item_col: str, item_type: Any) -> Any:
-    """Train's distinct (user, item) pairs as ``__u, __i``, checked as the local reader does."""
+def _spark_train(
+    train: Any,
+    user_col: str,
+    item_col: str,
+    item_type: Any,
+    kinds: dict[str, IdType] | None = None,
+    check_items: bool = True,
+) -> Any:
+    """Train's distinct (user, item) pairs as ``__u, __i``, checked and cast (``kinds``: the
+    id kinds of ``id_type``) as the local reader does (``check_items`` false: item ids of
+    another type than recs' are kept, for the in-train count)."""
     from pyspark.sql import functions as F
 
     from ._beyond import check_train_columns, unify_items
+    from ._layout import check_frame
 
     check_train_columns(train.columns, user_col, item_col)
     kind = pl.String if item_type == pl.String else pl.Int64
-    unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's type check
+    if kinds is not None and kinds != {"user": "auto", "item": "auto"}:
+        ids = [user_col, item_col]
+        empty = _empty_like(train).select(ids).with_columns(pl.lit(1.0).alias("__one"))
+        check_frame(  # the id types, before the cast
+            empty, "train", id_cols=ids, value_col="__one", value_name="unused", fix="",
+            allow_empty=True,
+        )  # fmt: skip
+        train = _spark_ids(train, "train", {user_col: kinds["user"], item_col: kinds["item"]})
+    if check_items:
+        unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's check
     nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
     bad = nulls.limit(5).collect()
     if bad:

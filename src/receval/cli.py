@@ -11,15 +11,21 @@ import json
 import math
 import sys
 import time
+import warnings
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 import polars as pl
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ._cli_common import (
+    ColumnsOpt,
+    IdTypeOpt,
+    InputFormatOpt,
     ItemColOpt,
     ItemFeaturesOpt,
     ItemsOpt,
@@ -33,16 +39,19 @@ from ._cli_common import (
     TiesOpt,
     TrainOpt,
     UserColOpt,
+    err,
     evaluate_options,
     out,
+    show_warning,
 )
 from ._cli_common import fail as _fail
 from ._cli_compare import register_compare_commands
+from ._compile_notice import compile_notice
 from ._config import load_config
 from ._errors import InputError, RecevalError
 from ._evaluate import evaluate
-from ._io import write_frame
-from ._registry import list_metrics
+from ._io import check_outputs, write_frame
+from ._registry import MetricSpec, list_metrics
 from ._result import Result
 
 __all__ = ["app", "main"]
@@ -105,10 +114,14 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
     _out.print(table)
     c = res.counts
     tail = f" in {seconds:.2f} s" if seconds is not None else ""
+    in_train = "" if c.recs_in_train is None else f", {c.recs_in_train} recs rows in train"
+    column = res.settings.get("relevance_col")
+    relevance = "1 for every truth row" if column is None else f"column {column!r}"
     _out.print(
         f"users: {c.evaluated} evaluated, {c.no_recs} without recs (policy "
         f"{res.settings['no_recs']}), {c.no_relevant} without relevant items, "
-        f"{c.recs_not_in_truth} recs users not in truth; ties={res.settings['ties']}{tail}",
+        f"{c.recs_not_in_truth} recs users not in truth{in_train}; ties={res.settings['ties']}; "
+        f"relevance: {relevance}{tail}",
         highlight=False,
     )
 
@@ -151,6 +164,9 @@ def evaluate_cmd(
     items: ItemsOpt = None,
     item_features: ItemFeaturesOpt = None,
     rating_range: RatingRangeOpt = None,
+    id_type: IdTypeOpt = None,
+    input_format: InputFormatOpt = None,
+    columns: ColumnsOpt = None,
     engine: Annotated[
         Engine,
         typer.Option(
@@ -184,6 +200,7 @@ def evaluate_cmd(
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
+            id_type=id_type, input_format=input_format, columns=columns,
         )
     )  # fmt: skip
     try:
@@ -203,11 +220,17 @@ def evaluate_cmd(
             msg = f"format must be one of table, json, csv; got {fmt_value!r}."
             raise InputError(msg) from None
         out_path = settings.pop("per_user")
+        check_outputs(
+            {"--per-user": out_path},
+            {"--truth": settings["truth"], "--recs": settings["recs"], "--config": config,
+             "--train": settings.get("train"), "--items": settings.get("items")},
+        )  # fmt: skip
         settings.update(_engine_options(engine, spark_master, partitions))
         start = time.perf_counter()
-        res = evaluate(
-            settings.pop("truth"), settings.pop("recs"), settings.pop("metrics"), **settings
-        )
+        with compile_notice(err):  # a first run compiles the kernels (spinner on a terminal)
+            res = evaluate(
+                settings.pop("truth"), settings.pop("recs"), settings.pop("metrics"), **settings
+            )
         seconds = time.perf_counter() - start
         if out_path is not None:
             write_frame(res.per_user, out_path)
@@ -262,24 +285,31 @@ def metrics_cmd(
         ]
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         return
-    table = Table(title="receval metrics: name\\[(param=value)]\\[@K]", show_lines=True)
-    table.add_column("family")
-    table.add_column("metric", style="bold", no_wrap=True)
-    table.add_column("definition")
-    table.add_column("parameters")
-    table.add_column("variants / references")
+    _out.print("receval metrics: name[(param=value, ...)][@K]", highlight=False, markup=False)
     for s in specs:
-        name = s.name + ("@K" if s.cutoff else "")
-        if s.aliases:
-            name += "\n(" + ", ".join(s.aliases) + ")"
-        params = "\n".join(
-            f"{p.name}={p.default if p.default is not None else '-'}"
-            + (f" [{'|'.join(p.choices)}]" if p.choices else "")
-            for p in s.params
-        )
-        refs = "\n".join(x for x in (s.variants, *s.references) if x)
-        table.add_row(s.family, name, f"{s.description}\n{s.formula}", params, refs)
-    _out.print(table)
+        _out.print(_metric_block(s), highlight=False, soft_wrap=False)
+
+
+def _metric_block(spec: MetricSpec) -> Text:
+    """One metric for ``receval metrics``: a block of short labelled lines that wraps to any
+    terminal width (a table of five columns is unreadable at 80 columns)."""
+    text = Text()
+    text.append("\n" + spec.name + ("@K" if spec.cutoff else ""), style="bold")
+    if spec.aliases:
+        text.append(f"  (also {', '.join(spec.aliases)})")
+    text.append(f"  [{spec.family}]\n", style="dim")
+    text.append(f"  {spec.description}\n  = {spec.formula}\n")
+    for param in spec.params:
+        default = "evaluate's option" if param.default is None else str(param.default)
+        choices = f" ({' | '.join(param.choices)})" if param.choices else ""
+        text.append(f"  {param.name}={default}{choices}: {param.doc}\n")
+    if spec.variants:
+        text.append(f"  variants: {spec.variants}\n")
+    refs = [r for r in spec.references if r not in (spec.variants or "")]  # said once
+    if refs:
+        text.append(f"  references: {'; '.join(refs)}\n")
+    text.rstrip()
+    return text
 
 
 @app.command("demo")
@@ -308,7 +338,8 @@ def demo_cmd(
         if users < 1:
             msg = f"--users must be an integer >= 1; got {users}."
             raise InputError(msg)
-        data = make_interactions(users, n_recs=recs_per_user, seed=seed)
+        with compile_notice(err):  # a first run compiles the generator's kernels
+            data = make_interactions(users, n_recs=recs_per_user, seed=seed)
         n_items = max(1000, 10 * recs_per_user, users // 2)  # make_interactions' catalog
         train = make_train(users, n_items=n_items, seed=seed + 1)
         if save is not None:
@@ -324,10 +355,14 @@ def demo_cmd(
                 highlight=False,
             )
         start = time.perf_counter()
-        res = evaluate(
-            data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
-            train=train,
-        )  # fmt: skip
+        with compile_notice(err), warnings.catch_warnings():
+            # generated train and recs are independent: their overlap is chance, not a model
+            # repeating known items (the summary line counts it)
+            warnings.filterwarnings("ignore", "[0-9]+ recommendation rows .* already has in train")
+            res = evaluate(
+                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
+                train=train,
+            )  # fmt: skip
         seconds = time.perf_counter() - start
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
@@ -343,7 +378,41 @@ def demo_cmd(
 register_compare_commands(app)
 
 
+@app.callback()
+def _setup(
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", help="Show Python tracebacks and warnings' source lines (for bug reports)."
+        ),
+    ] = False,
+) -> None:
+    """Fast, exact offline evaluation of recommender systems and rankers."""
+    _DEBUG[0] = debug
+    if not debug:
+        warnings.showwarning = show_warning
+
+
+_DEBUG = [False]
+
+
 def main() -> None:
-    """Entry point of the ``receval`` script."""
+    """Entry point of the ``receval`` script.
+
+    Errors on bad input exit with code 2 and one line on stderr. Anything else (a bug) exits
+    with code 1 and one line naming ``--debug``, which shows the traceback.
+    """
     pl.Config.set_tbl_rows(20)
-    app()
+    try:
+        app()  # exits itself on success, usage errors and receval's errors (code 2)
+    except Exception as exc:
+        if _DEBUG[0]:
+            raise
+        err.print(
+            f"[bold red]error:[/] unexpected {type(exc).__name__}: {escape(str(exc))} "
+            "(a bug in receval, or an input it does not check yet; run again with --debug "
+            "for the traceback and report it).",
+            markup=True,
+            highlight=False,
+        )
+        sys.exit(1)

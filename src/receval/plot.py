@@ -1,5 +1,4 @@
-"""Plots of evaluations and comparisons, with matplotlib (the ``plot`` extra:
-``pip install 'receval[plot]'``).
+"""Plots of evaluations and comparisons, with matplotlib (a dependency of receval).
 
 Every function builds a :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no
 global state, no display needed), returns it, and also saves it when given ``path=`` (the
@@ -8,7 +7,8 @@ imported inside the functions, so ``import receval`` does not import it.
 
 * :func:`roc`, :func:`pr`: ROC and precision-recall curves of each run's recommendation rows,
   labelled by truth (a recommended item is positive when its relevance reaches the threshold).
-* :func:`metric_at_k`: a metric at every cutoff K = 1..N, one line per run.
+* :func:`metric_at_k`: a metric at every cutoff K = 1..N (N <= :data:`MAX_KS`) or at the
+  given cutoffs, one line per run.
 * :func:`per_user`: the distribution of per-user values of a metric, one box (or violin)
   per model.
 * :func:`intervals`: each model's mean with its bootstrap interval, one panel per metric.
@@ -28,14 +28,16 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 import os
+import reprlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from ._errors import InputError
+from ._errors import InputError, about
 from ._io import atomic_path
 from ._registry import parse_metric
 
@@ -45,15 +47,18 @@ if TYPE_CHECKING:
     from ._compare import Comparison
     from ._result import Result
 
-__all__ = ["intervals", "metric_at_k", "per_user", "pr", "roc"]
+__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc"]
+
+MAX_KS = 10_000
+"""The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
+metric-at-k --k N``. Longer ranges draw more points than a figure can show, and past the
+longest list a curve only drifts with K (precision@K is hits / K); an explicit list of
+cutoffs has no limit."""
 
 
 def _new_figure(width: float = 6.4, height: float = 4.8) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:  # pragma: no cover - the test extra installs matplotlib
-        msg = "receval.plot needs matplotlib: pip install 'receval[plot]'"
-        raise ImportError(msg) from exc
+    from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height), layout="constrained")
 
 
@@ -92,6 +97,7 @@ def _labelled(
     score_col: str,
     relevance_col: str | None,
     relevance_threshold: float,
+    id_type: str | Mapping[str, str],
 ) -> tuple[Any, Any]:
     from ._pointwise import labelled_rows
 
@@ -103,6 +109,7 @@ def _labelled(
         score_col=score_col,
         relevance_col=relevance_col,
         relevance_threshold=relevance_threshold,
+        id_type=id_type,
     )
     return labels, scores
 
@@ -116,6 +123,7 @@ def roc(
     score_col: str = "score",
     relevance_col: str | None = None,
     relevance_threshold: float = 1,
+    id_type: str | Mapping[str, str] = "auto",
     title: str | None = "ROC curve",
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
@@ -125,6 +133,7 @@ def roc(
     ``relevance_threshold`` for that user, score from ``score_col``. The curve is
     :func:`receval.roc_curve` (every distinct score, as scikit-learn's
     ``roc_curve(drop_intermediate=False)``); the legend gives :func:`receval.auc`.
+    ``id_type`` types the ids as :func:`receval.evaluate`'s does.
     """
     from ._classification import auc, roc_curve
 
@@ -132,10 +141,12 @@ def roc(
     fig = _new_figure()
     ax = fig.add_subplot()
     for name, recs in runs.items():
-        labels, scores = _labelled(
-            truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-            relevance_col=relevance_col, relevance_threshold=relevance_threshold,
-        )  # fmt: skip
+        with about(f"run {name!r}"):
+            labels, scores = _labelled(
+                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
+                id_type=id_type,
+            )  # fmt: skip
         fpr, tpr, _ = roc_curve(labels, scores)
         # the corners only: points inside a straight run change nothing that is drawn
         bends = np.r_[True, (np.diff(fpr, 2) != 0) | (np.diff(tpr, 2) != 0), True]
@@ -160,6 +171,7 @@ def pr(
     score_col: str = "score",
     relevance_col: str | None = None,
     relevance_threshold: float = 1,
+    id_type: str | Mapping[str, str] = "auto",
     title: str | None = "Precision-recall curve",
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
@@ -171,10 +183,12 @@ def pr(
     fig = _new_figure()
     ax = fig.add_subplot()
     for name, recs in runs.items():
-        labels, scores = _labelled(
-            truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-            relevance_col=relevance_col, relevance_threshold=relevance_threshold,
-        )  # fmt: skip
+        with about(f"run {name!r}"):
+            labels, scores = _labelled(
+                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
+                id_type=id_type,
+            )  # fmt: skip
         precision, recall, _ = pr_curve(labels, scores)
         ap = average_precision(labels, scores)
         ax.plot(recall, precision, drawstyle="steps-post", label=f"{name} (AP = {ap:.4f})")
@@ -198,10 +212,12 @@ def metric_at_k(
     path: str | os.PathLike[str] | None = None,
     **options: Any,
 ) -> Figure:
-    """``metric@K`` for every K in ``ks`` (an int N means K = 1..N), one line per run.
+    """``metric@K`` for every K in ``ks``, one line per run.
 
     ``metric`` is a metric with a cutoff, given without one (``"ndcg"``,
-    ``"ndcg(gain=exp)"``); each run is evaluated once with every K. ``options`` go to
+    ``"ndcg(gain=exp)"``); each run is evaluated once with every K (the cost grows linearly
+    with the number of cutoffs). ``ks`` is an integer N (K = 1..N; at most :data:`MAX_KS`,
+    10,000) or a list of integers >= 1 (any number of them, any size). ``options`` go to
     :func:`receval.evaluate`.
     """
     from ._evaluate import evaluate
@@ -214,16 +230,14 @@ def metric_at_k(
             f"got {metric!r}."
         )
         raise InputError(msg)
-    k_list = list(range(1, ks + 1)) if isinstance(ks, int) else sorted(set(ks))
-    if not k_list or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in k_list):
-        msg = f"ks must be an integer N >= 1 or a non-empty list of integers >= 1; got {ks!r}."
-        raise InputError(msg)
+    k_list = _cutoffs(ks)
     names = [f"{base.canonical}@{k}" for k in k_list]
     fig = _new_figure()
     ax = fig.add_subplot()
     for name, recs in runs.items():
-        res = evaluate(truth, recs, names, **options)
-        ax.plot(k_list, [res[n] for n in names], marker="o", markersize=3, label=name)
+        with about(f"run {name!r}"):
+            means = evaluate(truth, recs, names, **options).means  # canonical names: no parsing
+        ax.plot(k_list, [means[n] for n in names], marker="o", markersize=3, label=name)
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # cutoffs are whole numbers
@@ -232,6 +246,40 @@ def metric_at_k(
     ax.legend()
     ax.set_title(title if title is not None else f"{base.canonical}@K")
     return _finish(fig, path)
+
+
+def _integer(value: object) -> int | None:
+    """``value`` as an int when it is an integer (numpy's too; not a bool), else None."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
+def _cutoffs(ks: object) -> list[int]:
+    """The sorted distinct cutoffs of :func:`metric_at_k`'s ``ks``, or :class:`InputError`."""
+    shown = reprlib.repr(ks)
+    bad = f"ks must be an integer N >= 1 or a non-empty list of integers >= 1; got {shown}."
+    n = _integer(ks)
+    if n is not None:
+        if n < 1:
+            raise InputError(bad)
+        if n > MAX_KS:
+            msg = (
+                f"ks must be an integer N from 1 to {MAX_KS} (K = 1..N, receval.plot.MAX_KS) or a "
+                f"non-empty list of integers >= 1; got {n}. Pass the cutoffs to draw as a list, "
+                f"e.g. ks=[1, 10, 100, 1000, {n}]."
+            )
+            raise InputError(msg)
+        return list(range(1, n + 1))
+    if isinstance(ks, str | bytes) or not isinstance(ks, Iterable):
+        raise InputError(bad)
+    try:
+        values = [_integer(k) for k in ks]
+    except TypeError:  # iterable in type only, e.g. a 0-d numpy array
+        raise InputError(bad) from None
+    if not values or any(k is None or k < 1 for k in values):
+        raise InputError(bad)
+    return sorted({k for k in values if k is not None})
 
 
 def _per_user_values(source: Comparison | Mapping[str, Result], metric: str) -> dict[str, Any]:
@@ -296,13 +344,19 @@ def intervals(
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
     """Each model's mean with its bootstrap interval, one panel per metric (models on the
-    vertical axis, the baseline's mean as a dashed line, significant differences in red)."""
+    vertical axis, the baseline's mean as a dashed line, significant differences in red).
+
+    A legend under the panels explains the colours: the baseline (black, its mean dashed),
+    ``significant (adjusted p <= alpha)`` (red), ``not significant`` (blue) and, when some
+    model has no test (a metric without per-user values), ``no test`` (grey).
+    """
     keys = (
         list(comparison.metrics)
         if metrics is None
         else [parse_metric(m).canonical for m in metrics]
     )
-    unknown = [k for k in keys if k not in comparison.metrics]
+    compared = set(comparison.metrics)
+    unknown = [k for k in keys if k not in compared]
     if unknown or not keys:
         msg = (
             f"metrics must be among the compared metrics ({', '.join(comparison.metrics)}); "
@@ -312,14 +366,22 @@ def intervals(
     models = list(comparison.models)
     fig = _new_figure(3.2 * len(keys) + 1.0, 0.5 * len(models) + 1.6)
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
-    table = comparison.table
+    cells: dict[str, dict[str, dict[str, Any]]] = {}  # metric -> model -> row, in one pass
+    for r in comparison.table.iter_rows(named=True):
+        cells.setdefault(r["metric"], {})[r["model"]] = r
+    untested = False
     for ax, key in zip(axes, keys, strict=True):
-        rows = {r["model"]: r for r in table.filter(table["metric"] == key).iter_rows(named=True)}
+        rows = cells[key]
         for y, model in enumerate(models):
             r = rows[model]
             if r["mean"] is None:
                 continue
-            color = "tab:red" if r["significant"] else "tab:blue"
+            if model == comparison.baseline:
+                color = _BASELINE
+            elif r["significant"] is None:
+                color, untested = _UNTESTED, True
+            else:
+                color = _SIGNIFICANT if r["significant"] else _NOT_SIGNIFICANT
             if r["ci_low"] is not None:
                 err = [[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]]
                 ax.errorbar([r["mean"]], [y], xerr=err, fmt="o", color=color, capsize=3)
@@ -332,6 +394,31 @@ def intervals(
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
         ax.set_title(key)
+    _intervals_legend(fig, comparison, untested)
     if title:
         fig.suptitle(title)
     return _finish(fig, path)
+
+
+_BASELINE, _SIGNIFICANT, _NOT_SIGNIFICANT, _UNTESTED = "black", "tab:red", "tab:blue", "tab:gray"
+
+
+def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> None:
+    """The legend of :func:`intervals`, under the panels: what each colour means."""
+    from matplotlib.lines import Line2D
+
+    alpha = comparison.settings.get("alpha", 0.05)
+    entries = [
+        (f"baseline: {comparison.baseline} (mean dashed)", _BASELINE),
+        (f"significant (adjusted p <= {alpha:g})", _SIGNIFICANT),
+        ("not significant", _NOT_SIGNIFICANT),
+    ]
+    if untested:
+        entries.append(("no test", _UNTESTED))
+    handles = [
+        Line2D([], [], color="grey" if color == _BASELINE else color, marker="o",
+               linestyle="--" if color == _BASELINE else "none", markerfacecolor=color,
+               markeredgecolor=color, label=label)
+        for label, color in entries
+    ]  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small")

@@ -1,0 +1,185 @@
+"""receval's thread pools under ``fork`` and under Python threads.
+
+Two pools do receval's work: Polars' (a Rust rayon pool, threads ``polars-0``, ``polars-1``,
+...) reads and groups the data, and Numba's threading layer runs the ``prange`` kernels.
+
+**fork.** Neither pool survives ``fork()``, which copies only the calling thread. A process
+forked after Polars' pool started hangs for ever at its first parallel Polars operation (the
+pool's threads are gone, its queue is not); with Numba's GNU OpenMP layer (``omp``, the
+default on Linux without TBB) a process forked after a parallel kernel ran is killed
+(SIGTERM) at its first kernel, which a ``multiprocessing`` pool shows as a hang too.
+Numba's ``tbb`` and ``workqueue`` layers are fork-safe. An ``os.register_at_fork`` hook
+records in the parent, just before each fork, which of these pools are running (Polars'
+threads by name in ``/proc/self/task``; elsewhere, whether receval ran at all), and the child
+inherits the record; :func:`check_pools`, called where data enters receval
+(:func:`receval._io.read_table`, :func:`receval._classification.as_vector`), then raises
+:class:`~receval.EngineError` naming the fix before anything can hang. A child of a process
+that merely imported receval, spawn and forkserver children, and the parent itself never see
+it.
+
+**threads.** Numba's ``workqueue`` layer (used when neither TBB nor OpenMP loads, or with
+``NUMBA_THREADING_LAYER=workqueue``) aborts the process when two threads launch parallel
+kernels at once. :func:`serialise_kernels` (run once, at the end of ``receval/__init__.py``)
+makes every parallel kernel of receval a :class:`SerialisedKernel`: launched under one lock
+until the layer in use is known to be thread-safe (``tbb``, ``omp``), then without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from numba.core.registry import CPUDispatcher
+from numba.np.ufunc import threading_layer
+
+from ._errors import EngineError
+
+__all__ = ["SerialisedKernel", "check_pools", "fork_message", "running_pools", "serialise_kernels"]
+
+POLARS_POOL = "Polars' thread pool"
+GNU_OPENMP = "Numba's GNU OpenMP threads"
+
+_KERNEL_MODULES = (
+    "_beyond_kernels", "_classification", "_exact", "_kernels", "_rating", "_stats", "datasets",
+)  # fmt: skip
+"""The modules that define ``parallel=True`` kernels (a test checks that none is missing)."""
+
+_POLARS_THREAD = re.compile(r"polars-\d+$|async-executor")
+"""Names of Polars' worker threads: the rayon pool and the streaming engine's executor."""
+
+_THREADSAFE_LAYERS = ("tbb", "omp")
+
+
+@dataclass
+class _State:
+    used: bool = False
+    """:func:`check_pools` ran in this process (where thread names cannot be read)."""
+    at_fork: str | None = None
+    """The pools that were running at this process's latest fork (read by the child)."""
+    broken: str | None = None
+    """The pools this process inherited dead: set when forked from one running them."""
+    threadsafe: bool = False
+    """Numba's threading layer in use is known to be thread-safe."""
+    launch: threading.Lock = field(default_factory=threading.Lock)
+
+
+_STATE = _State()
+
+
+def fork_message(pools: str) -> str:
+    """The :class:`~receval.EngineError` message in a process forked after ``pools`` started."""
+    return (
+        f"receval cannot run in this process: it was forked from a process in which {pools} "
+        "had already started, and threads do not survive fork(): this call would hang or be "
+        'killed. Start worker processes with the "spawn" or "forkserver" method instead of '
+        '"fork" (Linux\'s default before Python 3.14): '
+        'multiprocessing.get_context("spawn").Pool(...), or concurrent.futures.'
+        'ProcessPoolExecutor(mp_context=multiprocessing.get_context("spawn")); or create the '
+        "worker processes before the parent first calls receval (or Polars)."
+    )
+
+
+def check_pools() -> None:
+    """Raise :class:`~receval.EngineError` when this process cannot run receval's pools.
+
+    Called where data enters receval, before any Polars operation or kernel launch: in a
+    process forked from one whose Polars pool or Numba OpenMP threads were running, the call
+    would otherwise hang.
+
+    Raises
+    ------
+    EngineError
+        This process was forked after those pools started; the message names the fix
+        (the ``"spawn"`` or ``"forkserver"`` start method).
+    """
+    _STATE.used = True
+    if _STATE.broken is not None:
+        raise EngineError(fork_message(_STATE.broken))
+
+
+def running_pools() -> str | None:
+    """The pools running in this process that a forked child could not use, in words, or
+    None when a child forked now could run receval."""
+    if _STATE.broken is not None:
+        return _STATE.broken
+    names = _thread_names()
+    polars = _STATE.used if names is None else any(_POLARS_THREAD.match(n) for n in names)
+    pools = [POLARS_POOL] if polars else []
+    if _gnu_openmp_started():
+        pools.append(GNU_OPENMP)
+    return " and ".join(pools) or None
+
+
+def _thread_names() -> list[str] | None:
+    """The names of this process's threads, or None where ``/proc`` cannot tell."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    names = []
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm", encoding="utf-8", errors="replace") as f:
+                names.append(f.read().strip())
+        except OSError:  # the thread ended meanwhile
+            continue
+    return names
+
+
+def _layer() -> str | None:
+    """Numba's threading layer in use, or None before the first parallel kernel."""
+    try:
+        return str(threading_layer())
+    except ValueError:
+        return None
+
+
+def _gnu_openmp_started() -> bool:
+    """Whether Numba's threading layer is GNU OpenMP (fork-unsafe) and has started."""
+    if _layer() != "omp":
+        return False
+    omppool = importlib.import_module("numba.np.ufunc.omppool")
+    return getattr(omppool, "openmp_vendor", "GNU") == "GNU"
+
+
+def _before_fork() -> None:
+    try:
+        _STATE.at_fork = running_pools()
+    except Exception:  # a hook must never break fork(); the child then runs unguarded
+        _STATE.at_fork = None
+
+
+def _after_fork_in_child() -> None:
+    _STATE.broken = _STATE.at_fork
+    _STATE.launch = threading.Lock()  # a lock held by another thread at fork stays held
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+
+
+class SerialisedKernel(CPUDispatcher):
+    """A ``parallel=True`` kernel launched from Python under receval's launch lock until
+    Numba's threading layer in use is known to be thread-safe; then without it."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if _STATE.threadsafe:
+            return super().__call__(*args, **kwargs)
+        with _STATE.launch:
+            out = super().__call__(*args, **kwargs)
+            _STATE.threadsafe = _layer() in _THREADSAFE_LAYERS
+        return out
+
+
+def serialise_kernels() -> None:
+    """Make every ``parallel=True`` kernel of receval a :class:`SerialisedKernel` (in place,
+    so that every reference to it sees the change; compiled code and caches are kept)."""
+    for name in _KERNEL_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        for value in vars(module).values():
+            if type(value) is CPUDispatcher and value.targetoptions.get("parallel"):
+                value.__class__ = SerialisedKernel
