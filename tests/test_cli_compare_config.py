@@ -271,3 +271,38 @@ def test_help_shows_the_defaults() -> None:
                     "[default: 0]", "[default: table]"):  # fmt: skip
         assert default in text, default
     assert "--config" in text
+
+
+def test_compare_takes_per_input_columns_and_formats(tmp_path: Path) -> None:
+    """compare and report read truth as evaluate does: its format and each input's own ids."""
+    truth = tmp_path / "test.inter"
+    truth.write_text(
+        "user_id:token\titem_id:token\trating:float\nu1\ta\t5\nu1\tb\t3\nu2\tc\t4\n",
+        encoding="utf-8",
+    )
+    recs = pl.DataFrame(
+        {
+            "uid": ["u1", "u1", "u2", "u2"],
+            "iid": ["b", "x", "c", "a"],
+            "score": [0.9, 0.8, 0.1, 0.7],
+        }
+    )
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    recs.write_parquet(a)
+    recs.with_columns(pl.col("score").reverse()).write_parquet(b)
+    options = {"user_col": "user_id", "item_col": "item_id", "relevance_col": "rating",
+               "columns": ["recs.user=uid", "recs.item=iid"]}  # fmt: skip
+    cmp = receval.compare(truth, {"a": a, "b": b}, ["mrr", "recall@1"], n_resamples=50,
+                          progress=False, **options)  # fmt: skip
+    renamed = recs.rename({"uid": "user_id", "iid": "item_id"})
+    want = receval.evaluate(truth, renamed, ["mrr", "recall@1"], user_col="user_id",
+                            item_col="item_id", relevance_col="rating")  # fmt: skip
+    assert cmp.cell("a", "mrr")["mean"] == want["mrr"]
+    args = ["compare", "--truth", str(truth), "--run", f"a={a}", "--run", f"b={b}", "-m", "mrr",
+            "--user-col", "user_id", "--item-col", "item_id", "--relevance-col", "rating",
+            "--columns", "recs.user=uid", "--columns", "recs.item=iid", "--format", "json",
+            "--resamples", "50", "--no-progress"]  # fmt: skip
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.stderr
+    rows = {(r["model"], r["metric"]): r for r in json.loads(out.stdout)["rows"]}
+    assert rows["a", "mrr"]["mean"] == want["mrr"]

@@ -7,7 +7,7 @@
 >>> round(res["ndcg@2"], 4), res["recall@1"]
 (0.8984, 0.75)
 >>> res.counts
-Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0, recs_in_train=None)
+Counts(evaluated=2, no_recs=0, no_relevant=0, recs_not_in_truth=0)
 
 Array functions in the style of scikit-learn (truth first, options keyword-only):
 

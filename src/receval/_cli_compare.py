@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from ._cli_common import (
+    ColumnsOpt,
     IdTypeOpt,
+    InputFormatOpt,
     ItemColOpt,
     ItemFeaturesOpt,
     ItemsOpt,
@@ -406,6 +408,8 @@ def register_compare_commands(app: typer.Typer) -> None:
         item_features: ItemFeaturesOpt = None,
         rating_range: RatingRangeOpt = None,
         id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         from ._errors import RecevalError
@@ -414,7 +418,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type,
+            id_type=id_type, input_format=input_format, columns=columns,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip
@@ -473,6 +477,8 @@ def register_compare_commands(app: typer.Typer) -> None:
         item_features: ItemFeaturesOpt = None,
         rating_range: RatingRangeOpt = None,
         id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
     ) -> None:
         """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
         from ._errors import RecevalError
@@ -481,7 +487,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type,
+            id_type=id_type, input_format=input_format, columns=columns,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip
@@ -581,6 +587,8 @@ def register_compare_commands(app: typer.Typer) -> None:
         item_features: ItemFeaturesOpt = None,
         rating_range: RatingRangeOpt = None,
         id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
     ) -> None:
         """A metric at every cutoff K = 1..k, one line per model."""
         from . import plot
@@ -590,7 +598,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type,
+            id_type=id_type, input_format=input_format, columns=columns,
         )  # fmt: skip
         try:
             if not 1 <= k <= MAX_KS:
@@ -626,6 +634,8 @@ def register_compare_commands(app: typer.Typer) -> None:
         item_features: ItemFeaturesOpt = None,
         rating_range: RatingRangeOpt = None,
         id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
     ) -> None:
         """The distribution of a metric's per-user values, one box per model."""
         from . import plot
@@ -636,7 +646,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type,
+            id_type=id_type, input_format=input_format, columns=columns,
         )  # fmt: skip
         try:
             runs = _runs(run, recs)

@@ -19,7 +19,7 @@ import polars as pl
 
 from ._errors import InputError, about
 from ._evaluate import evaluate
-from ._io import read_table
+from ._io import Inputs
 from ._registry import Metric, parse_metric, parse_metrics
 from ._result import Result
 from ._stats import (
@@ -335,17 +335,15 @@ def compare(
     if base not in runs:
         msg = f"baseline must be one of the runs ({', '.join(map(repr, names))}); got {base!r}."
         raise InputError(msg)
-    user_col = str(options.get("user_col", "user"))
     # as given (references): the report's curves evaluate them again, its provenance names them
     inputs = {"truth": truth, "runs": dict(runs), "options": dict(options)}
-    if isinstance(truth, str | os.PathLike):
-        truth = read_table(
-            truth,
-            "truth",
-            user_col=user_col,
-            item_col=str(options.get("item_col", "item")),
-            value_col=str(options.get("relevance_col") or "relevance"),
-        )
+    reader = Inputs.of(
+        options.get("columns"), options.get("input_format"),
+        str(options.get("user_col", "user")), str(options.get("item_col", "item")),
+    )  # fmt: skip
+    user_col = reader.user_col  # truth's (every run's per-user frame is keyed by it)
+    if isinstance(truth, str | os.PathLike):  # read once for every run
+        truth = reader.read(truth, "truth", str(options.get("relevance_col") or "relevance"))
     plan = parse_metrics(metrics)
     results: dict[str, Result] = {}
     with _progress(progress) as step:

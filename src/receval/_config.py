@@ -55,7 +55,7 @@ CONFIG_KEYS = (
 # compare and report: evaluate's keys less recs, per_user and format, plus the comparison's
 _EVALUATE_OPTIONS = tuple(
     k for k in CONFIG_KEYS
-    if k not in ("recs", "per_user", "format", "input_format", "columns")  # evaluate's only
+    if k not in ("recs", "per_user", "format")  # evaluate's only
 )  # fmt: skip
 _NUMBERS = ("relevance_threshold", "alpha", "confidence")
 _INTEGERS = ("n_resamples", "n_permutations", "seed")

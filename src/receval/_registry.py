@@ -451,7 +451,7 @@ RECALL = _ranking(
             "macro",
             "choice",
             "macro = mean over users of hits/|R|; micro = sum of hits over sum of |R| "
-            "(the seeds' 'HR = hits / tests')",
+            "(many papers' 'HR = hits / test items')",
             choices=("macro", "micro"),
         ),
     ),

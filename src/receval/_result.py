@@ -46,6 +46,11 @@ class Counts:
         """The counts as a plain dict (``recs_in_train`` None without ``train``)."""
         return asdict(self)
 
+    def __repr__(self) -> str:
+        """The counts, ``recs_in_train`` only when a ``train`` was given."""
+        shown = {k: v for k, v in asdict(self).items() if k != "recs_in_train" or v is not None}
+        return f"Counts({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
 
 class Result(Mapping[str, float]):
     """Means and per-user values of the requested metrics.
