@@ -37,6 +37,7 @@ METRICS = (
     "cg",
     "dcg",
     "ndcg",
+    "ndcg_k",
     "r_precision",
 )
 TIES = ("expected", "first", "trec", "optimistic", "pessimistic")
@@ -50,6 +51,7 @@ NORMALISED = (
     "mrr",
     "map",
     "ndcg",
+    "ndcg_k",
     "r_precision",
 )
 
@@ -156,7 +158,7 @@ def value_of_list(
         return total / n_relevant
     if name == "r_precision":
         return sum(is_rel[:n_relevant]) / n_relevant
-    if name in ("cg", "dcg", "ndcg"):
+    if name in ("cg", "dcg", "ndcg", "ndcg_k"):
         spec = metric.params.get("gain", "linear")
         top = list(ranked_rels) if k is None else list(ranked_rels)[:k]
         if name == "cg":
@@ -164,6 +166,11 @@ def value_of_list(
         dcg = sum(gain(r, spec) / math.log2(pos + 1) for pos, r in enumerate(top, start=1))
         if name == "dcg":
             return dcg
+        if name == "ndcg_k":  # RecTools: the ideal list is K items of the largest gain
+            size = k if k is not None else len(ranked_rels)
+            best = max(gain(r, spec) for r in truth_rels)
+            ideal_k = sum(best / math.log2(pos + 1) for pos in range(1, size + 1))
+            return dcg / ideal_k if dcg > 0 else 0.0
         ideal = sorted(truth_rels, reverse=True)
         ideal = ideal if k is None else ideal[:k]
         idcg = sum(gain(r, spec) / math.log2(pos + 1) for pos, r in enumerate(ideal, start=1))

@@ -232,6 +232,8 @@ def metrics_for(ks: Sequence[int | None]) -> list[str]:
             f"ndcg{at}",
             f"ndcg(gain=exp){at}",
             f"ndcg(gain={{0: 0, 1: 1, 2: 5, 3: 6}}){at}",
+            f"ndcg_k{at}",
+            f"ndcg_k(gain=exp){at}",
         ]
         if k is not None:
             out.append(f"map(denominator=min){at}")

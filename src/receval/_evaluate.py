@@ -26,7 +26,7 @@ import numpy as np
 import polars as pl
 
 from . import _kernels as K
-from ._errors import InputError
+from ._errors import InputError, MetricError
 from ._io import ROLES, Inputs, check_exists, read_table
 from ._layout import (
     Grouped,
@@ -86,6 +86,7 @@ _OPS = {
     "cg": K.OP_CG,
     "dcg": K.OP_DCG,
     "ndcg": K.OP_NDCG,
+    "ndcg_k": K.OP_NDCG_K,
     "r_precision": K.OP_R_PRECISION,
 }
 _USERS_PER_CHUNK = 256
@@ -484,7 +485,7 @@ def _gain_matrix(
     variants: dict[ParamValue, int] = {}  # gain -> its row, in first-seen order
     index: list[int] = []
     for m in metrics:
-        if _OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG):
+        if _OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG, K.OP_NDCG_K):
             index.append(variants.setdefault(m.get("gain"), len(variants)))
         else:
             index.append(0)
@@ -745,7 +746,18 @@ def _fpar(m: Metric) -> float:
         return 1.0
     if m.name == "map":
         return 1.0 if m.get("denominator") == "min" else 0.0
+    if m.name == "ndcg_k" and m.k is not None:  # the ideal DCG of K items of gain 1
+        if m.k > NDCG_K_MAX:
+            msg = (
+                f"`k` of ndcg_k must be at most {NDCG_K_MAX:,} (its ideal DCG sums K terms); "
+                f"got {m.k}."
+            )
+            raise MetricError(msg)
+        return float(np.sum(1.0 / np.log2(np.arange(2, m.k + 2, dtype=np.float64))))
     return 0.0
+
+
+NDCG_K_MAX = 10_000_000
 
 
 def _matches_verified(t_items: pl.Series, r_items: pl.Series, t_match: np.ndarray) -> bool:

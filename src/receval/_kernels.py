@@ -40,6 +40,7 @@ OP_CG = 8
 OP_DCG = 9
 OP_NDCG = 10
 OP_R_PRECISION = 11
+OP_NDCG_K = 12  # DCG over the DCG of K items of the user's largest gain (RecTools)
 
 POLICY_EXPECTED = 0
 POLICY_FIRST = 1
@@ -385,7 +386,7 @@ def _score_user(
             e = gstart[gi + 1]
             m = e - s
             j = min(e, kc) - s
-            if op in (OP_CG, OP_DCG, OP_NDCG):
+            if op in (OP_CG, OP_DCG, OP_NDCG, OP_NDCG_K):
                 if m == 1:
                     gsum = t_gain[gv, prow[s]] if prow[s] >= 0 else 0.0
                 else:  # summed in sorted order: the same for every input order of the tie
@@ -468,6 +469,18 @@ def _score_user(
                     if best > 0.0:
                         idcg += best / log2p[a]
                 out[u, mi] = acc / idcg
+        elif op == OP_NDCG_K:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                gmax = 0.0
+                for a in range(ts, te):
+                    gmax = max(gmax, t_gain[gv, a])
+                unit = fpar[mi]  # sum_{j<=K} 1 / log2(j + 1), or 0: K is the list's length
+                if unit == 0.0:
+                    for a in range(n):
+                        unit += 1.0 / log2p[a]
+                out[u, mi] = acc / (gmax * unit)
         else:
             out[u, mi] = acc
     return STATUS_OK

@@ -549,6 +549,21 @@ NDCG = _ranking(
         "gain=exp equals ranx ndcg_burges@K"
     ),
 )
+NDCG_K = _ranking(
+    "ndcg_k",
+    "DCG@K divided by the DCG of K items of the user's largest gain, whether or not the user "
+    "has K relevant items: a user with fewer than K relevant items cannot reach 1 (without "
+    "@K, K is the list's length).",
+    "dcg@K / (max gain * sum_{j<=K} 1 / log2(j + 1))",
+    params=(_GAIN,),
+    aliases=("rectools_ndcg",),
+    references=("RecTools NDCG (divide_by_achievable=False, its default)",),
+    variants=(
+        "equals RecTools NDCG(k) with binary relevance; ndcg@K is RecTools' "
+        "divide_by_achievable=True"
+    ),
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
 R_PRECISION = _ranking(
     "r_precision",
     "Precision at rank |R|, the number of the user's relevant items.",

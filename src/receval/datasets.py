@@ -29,18 +29,24 @@ The latent grades do not depend on ``graded``, so ``graded=False`` changes only 
 each user, so they are not sorted by score.
 
 Each chunk of users draws from its own random stream, seeded from ``(seed, chunk)``, so the
-output depends only on the arguments, never on the number of threads.
+output depends only on the arguments, never on the number of threads. The chunks run on Python
+threads (as many as :func:`numba.get_num_threads`), each calling a ``nogil`` kernel that
+writes only its chunk's rows: a first run compiles these kernels much faster than ``prange``
+loops (see benchmarks/README.md, "Cold start").
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numba
 import numpy as np
 import polars as pl
-from numba import njit, prange
+from numba import njit
 from numpy.typing import NDArray
 
 from ._errors import InputError
@@ -218,29 +224,30 @@ def make_interactions(
         list_len[short] = np.minimum(rng.integers(1, n_recs, short.size), n_items)
 
     truth_offsets = _offsets(n_truth)
-    truth_user, truth_item, truth_grade = _truth_kernel(
-        truth_offsets,
-        item_of_rank,
-        _GRADE_CDF,
-        _stream_seeds(seed, _TRUTH_STREAM, n_users),
-    )
+    truth_seeds = _stream_seeds(seed, _TRUTH_STREAM, n_users)
+    truth_user = np.empty(truth_offsets[-1], dtype=np.int64)
+    truth_item = np.empty(truth_offsets[-1], dtype=np.int64)
+    truth_grade = np.empty(truth_offsets[-1], dtype=np.int8)
+    _run_chunks(
+        _truth_chunk, truth_seeds.size,
+        truth_offsets, item_of_rank, _GRADE_CDF, truth_seeds, truth_user, truth_item, truth_grade,
+    )  # fmt: skip
     relevance = truth_grade.astype(np.float64) if graded else np.ones(truth_grade.size)
     relevance[np.repeat(zero_user, n_truth)] = 0.0
 
     has_recs = np.flatnonzero(list_len > 0)
     recs_len = list_len[has_recs]
     recs_offsets = _offsets(recs_len)
-    recs_user, recs_item, recs_score = _recs_kernel(
-        has_recs.astype(np.int64),
-        recs_offsets,
-        truth_offsets,
-        truth_item,
-        truth_grade,
-        item_of_rank,
-        float(signal),
-        -1 if score_decimals is None else score_decimals,
-        _stream_seeds(seed, _RECS_STREAM, has_recs.size),
-    )
+    recs_seeds = _stream_seeds(seed, _RECS_STREAM, has_recs.size)
+    recs_user = np.empty(recs_offsets[-1], dtype=np.int64)
+    recs_item = np.empty(recs_offsets[-1], dtype=np.int64)
+    recs_score = np.empty(recs_offsets[-1], dtype=np.float64)
+    _run_chunks(
+        _recs_chunk, recs_seeds.size,
+        has_recs.astype(np.int64), recs_offsets, truth_offsets, truth_item, truth_grade,
+        item_of_rank, float(signal), -1 if score_decimals is None else score_decimals,
+        recs_seeds, recs_user, recs_item, recs_score,
+    )  # fmt: skip
 
     truth_cols: dict[str, Any] = {"user": truth_user, "item": truth_item}
     recs_cols: dict[str, Any] = {"user": recs_user, "item": recs_item}
@@ -324,39 +331,57 @@ def _draw_new(
             return int(item)
 
 
-@njit(cache=True, parallel=True)
-def _truth_kernel(
+def _run_chunks(kernel: Callable[..., None], n_chunks: int, *args: Any) -> None:
+    """Call ``kernel(chunk, *args)`` for ``chunk = 0 .. n_chunks - 1`` on Python threads.
+
+    The kernels are ``nogil`` and each chunk writes only its own rows, so the threads need no
+    lock (receval._pools: only ``parallel=True`` kernels are serialised). As many threads as
+    :func:`numba.get_num_threads` (``numba.set_num_threads`` is respected); the output does
+    not depend on it.
+    """
+    workers = min(numba.get_num_threads(), n_chunks)
+    if workers <= 1:
+        for chunk in range(n_chunks):
+            kernel(chunk, *args)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="receval-datasets") as pool:
+        for _ in pool.map(lambda chunk: kernel(chunk, *args), range(n_chunks)):
+            pass  # raises a chunk's exception, if any
+
+
+@njit(cache=True, nogil=True)
+def _truth_chunk(
+    chunk: int,
     offsets: NDArray[np.int64],
     item_of_rank: NDArray[np.int64],
     grade_cdf: NDArray[np.float64],
     seeds: NDArray[np.uint32],
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int8]]:
-    """Users, distinct popular items and latent grades of the truth rows."""
+    user_col: NDArray[np.int64],
+    items: NDArray[np.int64],
+    grades: NDArray[np.int8],
+) -> None:
+    """Users, distinct popular items and latent grades of one chunk's truth rows."""
     n_users = offsets.size - 1
-    user_col = np.empty(offsets[-1], dtype=np.int64)
-    items = np.empty(offsets[-1], dtype=np.int64)
-    grades = np.empty(offsets[-1], dtype=np.int8)
-    for chunk in prange(seeds.size):
-        _seed(seeds[chunk])
-        stamp = np.zeros(item_of_rank.size, dtype=np.int32)
-        first = chunk * _CHUNK
-        for user in range(first, min(first + _CHUNK, n_users)):
-            token = user - first + 1
-            start = offsets[user]
-            stop = offsets[user + 1]
-            for row in range(start, stop):
-                user_col[row] = user
-                items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-                u = _uniform()
-                grade = 1
-                while grade < 5 and u >= grade_cdf[grade - 1]:
-                    grade += 1
-                grades[row] = grade
-    return user_col, items, grades
+    _seed(seeds[chunk])
+    stamp = np.zeros(item_of_rank.size, dtype=np.int32)
+    first = chunk * _CHUNK
+    for user in range(first, min(first + _CHUNK, n_users)):
+        token = user - first + 1
+        start = offsets[user]
+        stop = offsets[user + 1]
+        for row in range(start, stop):
+            user_col[row] = user
+            items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
+            u = _uniform()
+            grade = 1
+            while grade < 5 and u >= grade_cdf[grade - 1]:
+                grade += 1
+            grades[row] = grade
 
 
-@njit(cache=True, parallel=True)
-def _recs_kernel(
+@njit(cache=True, nogil=True)
+def _recs_chunk(
+    chunk: int,
     users: NDArray[np.int64],
     offsets: NDArray[np.int64],
     truth_offsets: NDArray[np.int64],
@@ -366,46 +391,46 @@ def _recs_kernel(
     signal: float,
     decimals: int,
     seeds: NDArray[np.uint32],
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """Users, items and scores of shuffled lists of chosen truth items and popular items."""
+    user_col: NDArray[np.int64],
+    items: NDArray[np.int64],
+    scores: NDArray[np.float64],
+) -> None:
+    """Users, items and scores of one chunk's shuffled lists of chosen truth items and
+    popular items."""
     n_truth_users = truth_offsets.size - 1
     scale = 10.0**decimals if decimals >= 0 else 0.0
-    user_col = np.empty(offsets[-1], dtype=np.int64)
-    items = np.empty(offsets[-1], dtype=np.int64)
-    scores = np.empty(offsets[-1], dtype=np.float64)
-    for chunk in prange(seeds.size):
-        _seed(seeds[chunk])
-        stamp = np.zeros(item_of_rank.size, dtype=np.int32)
-        first = chunk * _CHUNK
-        for k in range(first, min(first + _CHUNK, users.size)):
-            token = k - first + 1
-            start = offsets[k]
-            stop = offsets[k + 1]
-            row = start
-            user = users[k]
-            user_col[start:stop] = user
-            if user < n_truth_users:
-                for t in range(truth_offsets[user], truth_offsets[user + 1]):
-                    if row == stop:
-                        break
-                    grade = truth_grade[t]
-                    if _uniform() < 1.0 - math.exp(-signal * grade / 3.0):
-                        items[row] = truth_item[t]
-                        stamp[truth_item[t]] = token
-                        scores[row] = signal * grade / 2.0 + _normal()
-                        row += 1
-            while row < stop:
-                items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-                scores[row] = _normal()
-                row += 1
-            for i in range(stop - 1, start, -1):  # Fisher-Yates shuffle of the user's rows
-                j = start + int(_uniform() * (i - start + 1))
-                items[i], items[j] = items[j], items[i]
-                scores[i], scores[j] = scores[j], scores[i]
-            if decimals >= 0:
-                for i in range(start, stop):
-                    scores[i] = np.rint(scores[i] * scale) / scale
-    return user_col, items, scores
+    _seed(seeds[chunk])
+    stamp = np.zeros(item_of_rank.size, dtype=np.int32)
+    first = chunk * _CHUNK
+    for k in range(first, min(first + _CHUNK, users.size)):
+        token = k - first + 1
+        start = offsets[k]
+        stop = offsets[k + 1]
+        row = start
+        user = users[k]
+        for i in range(start, stop):
+            user_col[i] = user
+        if user < n_truth_users:
+            for t in range(truth_offsets[user], truth_offsets[user + 1]):
+                if row == stop:
+                    break
+                grade = truth_grade[t]
+                if _uniform() < 1.0 - math.exp(-signal * grade / 3.0):
+                    items[row] = truth_item[t]
+                    stamp[truth_item[t]] = token
+                    scores[row] = signal * grade / 2.0 + _normal()
+                    row += 1
+        while row < stop:
+            items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
+            scores[row] = _normal()
+            row += 1
+        for i in range(stop - 1, start, -1):  # Fisher-Yates shuffle of the user's rows
+            j = start + int(_uniform() * (i - start + 1))
+            items[i], items[j] = items[j], items[i]
+            scores[i], scores[j] = scores[j], scores[i]
+        if decimals >= 0:
+            for i in range(start, stop):
+                scores[i] = np.rint(scores[i] * scale) / scale
 
 
 # ------------------------------------------------------------ inputs of the beyond metrics
