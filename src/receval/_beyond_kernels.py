@@ -1,6 +1,6 @@
 """Numba kernels of the beyond-accuracy metrics.
 
-Layering (STYLE.md 5): one ``@njit`` function per user (``_top_one``, ``_ils_vectors_one``,
+Layering: one ``@njit`` function per user (``_top_one``, ``_ils_vectors_one``,
 ``_ils_jaccard_one``, ``_pairs_one``), a ``prange`` driver over users, and a documented Python
 wrapper; ``_mark`` and ``_lookup`` are ``prange`` passes over item ids in chunks of rows.
 Everything accumulates in float64.

@@ -24,7 +24,7 @@ from typing import Any, Literal, cast, get_args
 import polars as pl
 
 from ._errors import InputError, OutputError
-from ._layout import FLOAT_EXACT, inexact_integers_message
+from ._layout import FLOAT_EXACT, assignments, inexact_integers_message
 from ._pools import check_pools
 
 __all__ = [
@@ -161,13 +161,7 @@ def check_input_format(value: object) -> dict[Role, InputFormat | None]:
     if isinstance(value, str):
         if value in choices:
             return dict.fromkeys(ROLES, cast(InputFormat, value))
-        pairs: dict[str, str] = {}
-        for part in value.split(","):
-            key, sep, kind = (p.strip() for p in part.partition("="))
-            if not sep or key in pairs:
-                raise InputError(msg)
-            pairs[key] = kind
-        value = pairs
+        value = assignments(value, msg)
     if not isinstance(value, Mapping) or not value:
         raise InputError(msg)
     for key, kind in value.items():

@@ -1,9 +1,9 @@
 """Numba kernels for the per-user work of the top-K ranking metrics.
 
-Layering (STYLE.md 5): :func:`_score_user` evaluates one user, :func:`_rank_users` is the
-``prange`` driver over chunks of users (each chunk owns its scratch buffers and hash tables),
-and ``receval._evaluate._run`` is the Python wrapper that builds the plan and reads the
-results. Everything accumulates in float64.
+Layering: :func:`_score_user` evaluates one user, :func:`_rank_users` is the ``prange`` driver
+over chunks of users (each chunk owns its scratch buffers and hash tables), :func:`rank_users`
+its Python wrapper, and ``receval._evaluate._match`` builds the plan and reads the results.
+Everything accumulates in float64.
 
 The kernel sees the canonical layout built by :mod:`receval._layout`:
 
@@ -16,7 +16,7 @@ The kernel sees the canonical layout built by :mod:`receval._layout`:
 Ties. The user's list is ordered by score (stable). Under ``expected`` every run of equal
 scores is a tie group; under the other policies the group is ordered by its tiebreak and every
 position becomes a group of one. Each metric is then a sum over groups using the closed forms of
-McSherry & Najork (2008) given in METRICS.md; with groups of one they reduce to the plain
+McSherry & Najork (2008) given in docs/metrics.md; with groups of one they reduce to the plain
 definitions, computed with the same operations as trec_eval.
 """
 

@@ -26,6 +26,7 @@ __all__ = [
     "Grouped",
     "IdType",
     "IdTypeArg",
+    "assignments",
     "cast_ids",
     "check_column_names",
     "check_frame",
@@ -156,6 +157,18 @@ def check_frame(
     return out
 
 
+def assignments(text: str, msg: str) -> dict[str, str]:
+    """``"a=x,b=y"`` as ``{"a": "x", "b": "y"}`` (the text form of options given by key);
+    :class:`InputError` with ``msg`` when a part has no ``=`` or a key repeats."""
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = (p.strip() for p in part.partition("="))
+        if not sep or key in pairs:
+            raise InputError(msg)
+        pairs[key] = value
+    return pairs
+
+
 def check_id_type(value: object) -> dict[str, IdType]:
     """``id_type`` as ``{"user": kind, "item": kind}``, or :class:`InputError`.
 
@@ -171,13 +184,7 @@ def check_id_type(value: object) -> dict[str, IdType]:
     if isinstance(value, str):
         if value in choices:
             return {"user": cast(IdType, value), "item": cast(IdType, value)}
-        pairs: dict[str, str] = {}
-        for part in value.split(","):
-            key, sep, kind = (p.strip() for p in part.partition("="))
-            if not sep or key in pairs:
-                raise InputError(msg)
-            pairs[key] = kind
-        value = pairs
+        value = assignments(value, msg)
     if not isinstance(value, Mapping) or not value:
         raise InputError(msg)
     out: dict[str, IdType] = {"user": "auto", "item": "auto"}

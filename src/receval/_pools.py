@@ -22,6 +22,12 @@ it.
 kernels at once. :func:`serialise_kernels` (run once, at the end of ``receval/__init__.py``)
 makes every parallel kernel of receval a :class:`SerialisedKernel`: launched under one lock
 until the layer in use is known to be thread-safe (``tbb``, ``omp``), then without it.
+
+**chunks on Python threads.** Some loops run their chunks from Python threads instead of a
+``prange`` loop (:func:`run_chunks`): a first run compiles such a kernel much faster
+(benchmarks/README.md, "Cold start"). The kernel is ``nogil`` and not ``parallel=True``, so it
+needs no lock, whatever Numba's threading layer; the threads end before :func:`run_chunks`
+returns, so none is left for a fork to lose.
 """
 
 from __future__ import annotations
@@ -30,21 +36,27 @@ import importlib
 import os
 import re
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numba
 from numba.core.registry import CPUDispatcher
 from numba.np.ufunc import threading_layer
 
 from ._errors import EngineError
 
-__all__ = ["SerialisedKernel", "check_pools", "fork_message", "running_pools", "serialise_kernels"]
+__all__ = [
+    "SerialisedKernel", "check_pools", "fork_message", "run_chunks", "running_pools",
+    "serialise_kernels",
+]  # fmt: skip
 
 POLARS_POOL = "Polars' thread pool"
 GNU_OPENMP = "Numba's GNU OpenMP threads"
 
 _KERNEL_MODULES = (
-    "_beyond_kernels", "_classification", "_exact", "_kernels", "_rating", "_stats", "datasets",
+    "_beyond_kernels", "_classification", "_exact", "_kernels", "_rating", "_stats",
 )  # fmt: skip
 """The modules that define ``parallel=True`` kernels (a test checks that none is missing)."""
 
@@ -183,3 +195,22 @@ def serialise_kernels() -> None:
         for value in vars(module).values():
             if type(value) is CPUDispatcher and value.targetoptions.get("parallel"):
                 value.__class__ = SerialisedKernel
+
+
+def run_chunks(kernel: Callable[..., object], n_chunks: int, *args: Any) -> None:
+    """Call ``kernel(chunk, *args)`` for ``chunk = 0 .. n_chunks - 1`` on Python threads.
+
+    ``kernel`` must be an ``@njit(nogil=True)`` function, not ``parallel=True``, whose chunks
+    write disjoint parts of the outputs (or the same value to one place). As many threads as
+    :func:`numba.get_num_threads` (``numba.set_num_threads`` is respected), each taking the next
+    chunk when done with one; one chunk, or one thread, runs on the calling thread. A chunk's
+    exception is raised here.
+    """
+    workers = min(numba.get_num_threads(), n_chunks)
+    if workers <= 1:
+        for chunk in range(n_chunks):
+            kernel(chunk, *args)
+        return
+    with ThreadPoolExecutor(workers, thread_name_prefix="receval-chunks") as pool:
+        for _ in pool.map(lambda chunk: kernel(chunk, *args), range(n_chunks)):
+            pass

@@ -30,26 +30,24 @@ each user, so they are not sorted by score.
 
 Each chunk of users draws from its own random stream, seeded from ``(seed, chunk)``, so the
 output depends only on the arguments, never on the number of threads. The chunks run on Python
-threads (as many as :func:`numba.get_num_threads`), each calling a ``nogil`` kernel that
-writes only its chunk's rows: a first run compiles these kernels much faster than ``prange``
-loops (see benchmarks/README.md, "Cold start").
+threads (as many as :func:`numba.get_num_threads`; :func:`receval._pools.run_chunks`), each
+calling a ``nogil`` kernel that writes only its chunk's rows: a first run compiles these much
+faster than ``prange`` loops (benchmarks/README.md, "Cold start").
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numba
 import numpy as np
 import polars as pl
 from numba import njit
 from numpy.typing import NDArray
 
 from ._errors import InputError
+from ._pools import run_chunks
 
 __all__ = ["Interactions", "make_interactions", "make_items", "make_train"]
 
@@ -228,7 +226,7 @@ def make_interactions(
     truth_user = np.empty(truth_offsets[-1], dtype=np.int64)
     truth_item = np.empty(truth_offsets[-1], dtype=np.int64)
     truth_grade = np.empty(truth_offsets[-1], dtype=np.int8)
-    _run_chunks(
+    run_chunks(
         _truth_chunk, truth_seeds.size,
         truth_offsets, item_of_rank, _GRADE_CDF, truth_seeds, truth_user, truth_item, truth_grade,
     )  # fmt: skip
@@ -242,7 +240,7 @@ def make_interactions(
     recs_user = np.empty(recs_offsets[-1], dtype=np.int64)
     recs_item = np.empty(recs_offsets[-1], dtype=np.int64)
     recs_score = np.empty(recs_offsets[-1], dtype=np.float64)
-    _run_chunks(
+    run_chunks(
         _recs_chunk, recs_seeds.size,
         has_recs.astype(np.int64), recs_offsets, truth_offsets, truth_item, truth_grade,
         item_of_rank, float(signal), -1 if score_decimals is None else score_decimals,
@@ -329,24 +327,6 @@ def _draw_new(
         if stamp[item] != token:
             stamp[item] = token
             return int(item)
-
-
-def _run_chunks(kernel: Callable[..., None], n_chunks: int, *args: Any) -> None:
-    """Call ``kernel(chunk, *args)`` for ``chunk = 0 .. n_chunks - 1`` on Python threads.
-
-    The kernels are ``nogil`` and each chunk writes only its own rows, so the threads need no
-    lock (receval._pools: only ``parallel=True`` kernels are serialised). As many threads as
-    :func:`numba.get_num_threads` (``numba.set_num_threads`` is respected); the output does
-    not depend on it.
-    """
-    workers = min(numba.get_num_threads(), n_chunks)
-    if workers <= 1:
-        for chunk in range(n_chunks):
-            kernel(chunk, *args)
-        return
-    with ThreadPoolExecutor(workers, thread_name_prefix="receval-datasets") as pool:
-        for _ in pool.map(lambda chunk: kernel(chunk, *args), range(n_chunks)):
-            pass  # raises a chunk's exception, if any
 
 
 @njit(cache=True, nogil=True)
