@@ -22,6 +22,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numba
 import numpy as np
 import pytest
 from numba.core.dispatcher import Dispatcher
@@ -233,3 +234,41 @@ def test_a_forked_child_refuses_every_entry(monkeypatch: pytest.MonkeyPatch) -> 
 def test_running_pools_sees_polars() -> None:
     receval.evaluate({"u": {"a": 1}}, {"u": {"a": 1.0}}, "ndcg@10")
     assert (_pools.running_pools() or "").startswith(_pools.POLARS_POOL)
+
+
+# ------------------------------------------------------------ chunks on Python threads
+
+
+@numba.njit(nogil=True)
+def _square_chunk(chunk: int, out: np.ndarray) -> None:
+    if chunk == 13:
+        raise ValueError("chunk 13")
+    out[chunk] = chunk * chunk
+
+
+def test_run_chunks_calls_each_chunk_once() -> None:
+    for n_chunks in (0, 1, 2, 13):  # chunks 0 .. 12
+        out = np.full(14, -1, dtype=np.int64)
+        _pools.run_chunks(_square_chunk, n_chunks, out)
+        assert out.tolist() == [c * c for c in range(n_chunks)] + [-1] * (14 - n_chunks)
+
+
+def test_run_chunks_raises_a_chunks_exception() -> None:
+    with pytest.raises(ValueError, match="chunk 13"):
+        _pools.run_chunks(_square_chunk, 100, np.zeros(100, dtype=np.int64))
+
+
+def test_run_chunks_on_one_thread_starts_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With numba.set_num_threads(1), or a single chunk, the calling thread does the work."""
+    started: list[object] = []
+    monkeypatch.setattr(_pools, "ThreadPoolExecutor", lambda *a, **k: started.append(a))
+    out = np.zeros(5, dtype=np.int64)
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        _pools.run_chunks(_square_chunk, 5, out)
+    finally:
+        numba.set_num_threads(before)
+    assert out.tolist() == [0, 1, 4, 9, 16]
+    _pools.run_chunks(_square_chunk, 1, out)
+    assert started == []

@@ -1,9 +1,13 @@
 """Numba kernels of the beyond-accuracy metrics.
 
 Layering: one ``@njit`` function per user (``_top_one``, ``_ils_vectors_one``,
-``_ils_jaccard_one``, ``_pairs_one``), a ``prange`` driver over users, and a documented Python
-wrapper; ``_mark`` and ``_lookup`` are ``prange`` passes over item ids in chunks of rows.
-Everything accumulates in float64.
+``_ils_jaccard_one``, ``_pairs_one``), a driver over users, and a documented Python wrapper.
+The drivers that every beyond metric calls (the top-K selection ``_select_small_chunk`` /
+``_select_top_chunk``, and ``_mark_chunk`` / ``_lookup_chunk``, passes over item ids in chunks
+of rows) are ``nogil`` kernels over one chunk, run on Python threads by
+:func:`receval._pools.run_chunks`: a first run compiles them much faster than ``prange`` loops
+(benchmarks/README.md, "Cold start"). The others (``ils``, ``diversity``) are ``prange``
+drivers. Everything accumulates in float64.
 
 Input layout: the recs rows grouped by user (``offsets``), per row a ``score`` (higher first;
 ``sign = -1`` reads ranks that way without a copy) and a ``tie`` key (lower first) that decides
@@ -19,15 +23,16 @@ import numpy as np
 from numba import njit, prange
 
 from ._kernels import frozen as _frozen
+from ._pools import run_chunks
 
 __all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "lookup", "mark", "select_top"]
 
 _SMALL = 32
 """Tops up to this long are kept by insertion into a sorted scratch list."""
 _CHUNK = 1024
-"""Users per parallel chunk (each chunk owns its scratch buffer)."""
+"""Users per chunk (each chunk owns its scratch buffer)."""
 _ROWS = 1 << 16
-"""Rows per parallel chunk of the item-id passes (``_mark``, ``_lookup``)."""
+"""Rows per chunk of the item-id passes (``_mark_chunk``, ``_lookup_chunk``)."""
 
 
 @njit(cache=True, nogil=True)
@@ -168,84 +173,75 @@ def _insert_row(
     buf_r[p] = r
 
 
-@njit(cache=True, parallel=True)
-def _select_top(
+@njit(cache=True, nogil=True)
+def _select_top_chunk(
+    c: int,
     offsets: np.ndarray,
     score: np.ndarray,
     sign: float,
     tie: np.ndarray,
     k: int,
     out_off: np.ndarray,
-) -> np.ndarray:
+    out: np.ndarray,
+) -> None:
+    """The tops of chunk ``c``'s users (``_CHUNK`` users) to ``out``."""
     n_users = offsets.shape[0] - 1
-    out = np.empty(out_off[n_users], dtype=np.int64)
-    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-    for c in prange(n_chunks):
-        first = c * _CHUNK
-        last = min(n_users, first + _CHUNK)
-        size = _SMALL
-        for u in range(first, last):
-            size = max(size, out_off[u + 1] - out_off[u])
-        buf_s = np.empty(size, dtype=np.float64)
-        buf_t = np.empty(size, dtype=np.int64)
-        buf_r = np.empty(size, dtype=np.int64)
-        for u in range(first, last):
-            start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
-            m = min(k, stop - start)
-            if m <= _SMALL:
-                _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
-            else:
-                _top_one(score, sign, tie, start, stop, k, out, pos, buf_s, buf_t, buf_r)
-    return out
-
-
-@njit(cache=True, parallel=True)
-def _select_small(
-    offsets: np.ndarray,
-    score: np.ndarray,
-    sign: float,
-    tie: np.ndarray,
-    k: int,
-    out_off: np.ndarray,
-) -> np.ndarray:
-    """:func:`_select_top` for ``k <= _SMALL``: every top by ``_top_insert``, so that the common
-    small K does not compile the heap of ``_top_one`` on a first run."""
-    n_users = offsets.shape[0] - 1
-    out = np.empty(out_off[n_users], dtype=np.int64)
-    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-    for c in prange(n_chunks):
-        buf_s = np.empty(_SMALL, dtype=np.float64)
-        buf_t = np.empty(_SMALL, dtype=np.int64)
-        buf_r = np.empty(_SMALL, dtype=np.int64)
-        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
-            start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
-            m = min(k, stop - start)
+    first = c * _CHUNK
+    last = min(n_users, first + _CHUNK)
+    size = _SMALL
+    for u in range(first, last):
+        size = max(size, out_off[u + 1] - out_off[u])
+    buf_s = np.empty(size, dtype=np.float64)
+    buf_t = np.empty(size, dtype=np.int64)
+    buf_r = np.empty(size, dtype=np.int64)
+    for u in range(first, last):
+        start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+        m = min(k, stop - start)
+        if m <= _SMALL:
             _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
-    return out
+        else:
+            _top_one(score, sign, tie, start, stop, k, out, pos, buf_s, buf_t, buf_r)
 
 
-@njit(cache=True, parallel=True)
-def _mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
+@njit(cache=True, nogil=True)
+def _select_small_chunk(
+    c: int,
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    k: int,
+    out_off: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """:func:`_select_top_chunk` for ``k <= _SMALL``: every top by ``_top_insert``, so that the
+    common small K does not compile the heap of ``_top_one`` on a first run."""
+    n_users = offsets.shape[0] - 1
+    buf_s = np.empty(_SMALL, dtype=np.float64)
+    buf_t = np.empty(_SMALL, dtype=np.int64)
+    buf_r = np.empty(_SMALL, dtype=np.int64)
+    for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+        start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+        m = min(k, stop - start)
+        _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
+
+
+@njit(cache=True, nogil=True)
+def _mark_chunk(c: int, values: np.ndarray, low: int, present: np.ndarray) -> None:
     n = values.shape[0]
-    n_chunks = (n + _ROWS - 1) // _ROWS
-    for c in prange(n_chunks):
-        for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
-            j = values[i] - low
-            if not present[j]:  # read first: marked cache lines stay shared between threads
-                present[j] = True  # every writer stores the same value
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        j = values[i] - low
+        if not present[j]:  # read first: marked cache lines stay shared between threads
+            present[j] = True  # every writer stores the same value
 
 
-@njit(cache=True, parallel=True)
-def _lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
+@njit(cache=True, nogil=True)
+def _lookup_chunk(c: int, values: np.ndarray, low: int, table: np.ndarray, out: np.ndarray) -> None:
     n = values.shape[0]
     high = low + (table.shape[0] - 1)
-    out = np.empty(n, dtype=np.int64)
-    n_chunks = (n + _ROWS - 1) // _ROWS
-    for c in prange(n_chunks):
-        for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
-            v = values[i]
-            out[i] = table[v - low] if low <= v <= high else -1  # no overflow in v - low
-    return out
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        v = values[i]
+        out[i] = table[v - low] if low <= v <= high else -1  # no overflow in v - low
 
 
 @njit(cache=True, nogil=True)
@@ -351,6 +347,10 @@ def _list_pairs(
     return out
 
 
+def _n_chunks(n: int, size: int) -> int:
+    return (n + size - 1) // size
+
+
 def select_top(
     offsets: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, *, negate: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -363,22 +363,25 @@ def select_top(
     lengths = np.minimum(np.diff(offsets), k)
     out_off = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum(lengths, out=out_off[1:])
-    kernel: Any = _select_small if k <= _SMALL else _select_top
+    out = np.empty(out_off[-1], dtype=np.int64)
+    kernel = _select_small_chunk if k <= _SMALL else _select_top_chunk
     sign = -1.0 if negate else 1.0
-    args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off))
-    return out_off, kernel(*args)
+    args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off), out)
+    run_chunks(kernel, _n_chunks(offsets.shape[0] - 1, _CHUNK), *args)
+    return out_off, out
 
 
 def mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
     """Set ``present[v - low]`` for every value ``v`` (all must lie in range)."""
-    kernel: Any = _mark
-    kernel(_frozen(values), int(low), present)
+    run_chunks(_mark_chunk, _n_chunks(values.shape[0], _ROWS), _frozen(values), int(low), present)
 
 
 def lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
     """``table[v - low]`` for each value ``v``, -1 where ``v - low`` is outside the table."""
-    kernel: Any = _lookup
-    return kernel(_frozen(values), int(low), _frozen(table))  # type: ignore[no-any-return]
+    out = np.empty(values.shape[0], dtype=np.int64)
+    args = (_frozen(values), int(low), _frozen(table), out)
+    run_chunks(_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
+    return out
 
 
 def ils_vectors(offsets: np.ndarray, codes: np.ndarray, unit: np.ndarray) -> np.ndarray:

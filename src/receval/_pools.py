@@ -202,15 +202,35 @@ def run_chunks(kernel: Callable[..., object], n_chunks: int, *args: Any) -> None
 
     ``kernel`` must be an ``@njit(nogil=True)`` function, not ``parallel=True``, whose chunks
     write disjoint parts of the outputs (or the same value to one place). As many threads as
-    :func:`numba.get_num_threads` (``numba.set_num_threads`` is respected), each taking the next
-    chunk when done with one; one chunk, or one thread, runs on the calling thread. A chunk's
-    exception is raised here.
+    :func:`numba.get_num_threads` (``numba.set_num_threads`` is respected), the calling thread
+    one of them; each takes the next chunk when done with one (no queue of tasks: a chunk costs
+    one kernel call). A chunk's exception is raised here, once the other threads have stopped.
     """
     workers = min(numba.get_num_threads(), n_chunks)
     if workers <= 1:
         for chunk in range(n_chunks):
             kernel(chunk, *args)
         return
-    with ThreadPoolExecutor(workers, thread_name_prefix="receval-chunks") as pool:
-        for _ in pool.map(lambda chunk: kernel(chunk, *args), range(n_chunks)):
-            pass
+    chunks = iter(range(n_chunks))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def work() -> None:
+        while not failed.is_set():
+            with lock:
+                chunk = next(chunks, None)
+            if chunk is None:
+                return
+            try:
+                kernel(chunk, *args)
+            except BaseException:
+                failed.set()  # the other threads stop at their next chunk
+                raise
+
+    with ThreadPoolExecutor(workers - 1, thread_name_prefix="receval-chunks") as pool:
+        helpers = [pool.submit(work) for _ in range(workers - 1)]
+        try:
+            work()
+        finally:
+            for helper in helpers:
+                helper.result()  # waits; raises a helper's exception
