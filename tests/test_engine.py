@@ -225,7 +225,7 @@ def test_each_kernel_compiles_one_signature(tmp_path: Path) -> None:
     ]
     for t, r, kwargs in calls:
         receval.evaluate(t, r, [*METRICS, "ndcg(gain=exp)@3", "recall(rel=2)@4"], **kwargs)
-    for kernel in (_kernels._rank_users, _kernels._duplicate_groups, _kernels._text_order_keys):
+    for kernel in (_kernels._rank_chunk, _kernels._duplicate_groups, _kernels._text_order_keys):
         # at most one: _duplicate_groups is not even called when every recs user is in truth
         assert len(kernel.signatures) <= 1, (kernel, kernel.signatures)
-    assert len(_kernels._rank_users.signatures) == 1
+    assert len(_kernels._rank_chunk.signatures) == 1

@@ -1,9 +1,11 @@
 """Numba kernels for the per-user work of the top-K ranking metrics.
 
-Layering: :func:`_score_user` evaluates one user, :func:`_rank_users` is the ``prange`` driver
-over chunks of users (each chunk owns its scratch buffers and hash tables), :func:`rank_users`
-its Python wrapper, and ``receval._evaluate._match`` builds the plan and reads the results.
-Everything accumulates in float64.
+Layering: :func:`_score_user` evaluates one user, :func:`_rank_chunk` one chunk of users
+(each chunk owns its scratch buffers and hash tables), and :func:`rank_users`, the Python
+wrapper, runs the chunks in parallel on Python threads (``nogil`` kernels; a ``prange`` driver
+computes the same but compiles 2-3 s slower on a first run);
+``receval._evaluate._match`` builds the plan and reads the results. Everything accumulates in
+float64.
 
 The kernel sees the canonical layout built by :mod:`receval._layout`:
 
@@ -26,6 +28,8 @@ from typing import Any
 
 import numpy as np
 from numba import njit, prange
+
+from ._pools import run_chunks
 
 # Operation codes of the metric plan (kept in sync with _evaluate._OPS).
 OP_PRECISION = 0
@@ -486,8 +490,22 @@ def _score_user(
     return STATUS_OK
 
 
-@njit(cache=True, parallel=True)
-def _rank_users(
+@njit(cache=True, nogil=True)
+def _rank_outputs(
+    n_users: int, n_metrics: int, n_thresholds: int, n_truth_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ranking kernel's outputs, allocated (each chunk fills its own rows)."""
+    out = np.empty((n_users, n_metrics), dtype=np.float64)
+    nrel = np.empty((n_users, n_thresholds), dtype=np.float64)
+    status = np.empty(n_users, dtype=np.int64)
+    t_match = np.empty(n_truth_rows, dtype=np.int64)
+    return out, nrel, status, t_match
+
+
+@njit(cache=True, nogil=True)
+def _rank_chunk(
+    ch: int,
+    step: int,
     t_off: np.ndarray,
     t_item: np.ndarray,
     t_rel: np.ndarray,
@@ -505,60 +523,58 @@ def _rank_users(
     fpar: np.ndarray,
     policy: int,
     log2p: np.ndarray,
-    n_chunks: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    # np.empty only, filled by loops: np.zeros and np.full would each compile their own
-    # implementations on a first run
+    out: np.ndarray,
+    nrel: np.ndarray,
+    status: np.ndarray,
+    t_match: np.ndarray,
+) -> None:
+    """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
+    tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
+    np.empty only, filled by loops: np.zeros and np.full would each compile their own
+    implementations on a first run."""
     n_users = t_off.shape[0] - 1
-    out = np.empty((n_users, ops.shape[0]), dtype=np.float64)
-    nrel = np.empty((n_users, thresholds.shape[0]), dtype=np.float64)
-    status = np.empty(n_users, dtype=np.int64)
-    t_match = np.empty(t_item.shape[0], dtype=np.int64)
-    step = (n_users + n_chunks - 1) // n_chunks
-    for ch in prange(n_chunks):
-        lo = min(ch * step, n_users)
-        hi = min(lo + step, n_users)
-        for a in range(t_off[lo], t_off[hi]):
-            t_match[a] = -1
-        for u in range(lo, hi):
-            for c in range(thresholds.shape[0]):
-                nrel[u, c] = 0.0
-        nt_max = 1
-        n_max = 1
-        for u in range(lo, hi):
-            nt_max = max(nt_max, t_off[u + 1] - t_off[u])
-            if u2r[u] >= 0:
-                n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
-        tsize = 1 << _table_bits(nt_max)
-        rsize = 1 << _table_bits(n_max)
-        tab_key = np.empty(tsize, dtype=np.int64)
-        tab_val = np.empty(tsize, dtype=np.int64)
-        tab_stamp = np.empty(tsize, dtype=np.int64)
-        seen_key = np.empty(rsize, dtype=np.int64)
-        seen_val = np.empty(rsize, dtype=np.int64)
-        seen_stamp = np.empty(rsize, dtype=np.int64)
-        for a in range(tsize):
-            tab_stamp[a] = 0
-        for a in range(rsize):
-            seen_stamp[a] = 0
-        prow_buf = np.empty(n_max, dtype=np.int64)
-        prel_buf = np.empty(n_max, dtype=np.float64)
-        gstart_buf = np.empty(n_max + 1, dtype=np.int64)
-        tkey_buf = np.empty(n_max, dtype=np.float64)
-        order_buf = np.empty(n_max, dtype=np.int64)
-        m_max = max(n_max, nt_max)
-        perm_buf = np.empty(m_max, dtype=np.int64)
-        itmp_buf = np.empty(m_max, dtype=np.int64)
-        ftmp_buf = np.empty(m_max, dtype=np.float64)
-        ideal_buf = np.empty(nt_max, dtype=np.float64)
-        for u in range(lo, hi):
-            status[u] = _score_user(
-                u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
-                thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
-                tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
-                gstart_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
-            )  # fmt: skip
-    return out, nrel, status, t_match
+    lo = min(ch * step, n_users)
+    hi = min(lo + step, n_users)
+    for a in range(t_off[lo], t_off[hi]):
+        t_match[a] = -1
+    for u in range(lo, hi):
+        for c in range(thresholds.shape[0]):
+            nrel[u, c] = 0.0
+    nt_max = 1
+    n_max = 1
+    for u in range(lo, hi):
+        nt_max = max(nt_max, t_off[u + 1] - t_off[u])
+        if u2r[u] >= 0:
+            n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
+    tsize = 1 << _table_bits(nt_max)
+    rsize = 1 << _table_bits(n_max)
+    tab_key = np.empty(tsize, dtype=np.int64)
+    tab_val = np.empty(tsize, dtype=np.int64)
+    tab_stamp = np.empty(tsize, dtype=np.int64)
+    seen_key = np.empty(rsize, dtype=np.int64)
+    seen_val = np.empty(rsize, dtype=np.int64)
+    seen_stamp = np.empty(rsize, dtype=np.int64)
+    for a in range(tsize):
+        tab_stamp[a] = 0
+    for a in range(rsize):
+        seen_stamp[a] = 0
+    prow_buf = np.empty(n_max, dtype=np.int64)
+    prel_buf = np.empty(n_max, dtype=np.float64)
+    gstart_buf = np.empty(n_max + 1, dtype=np.int64)
+    tkey_buf = np.empty(n_max, dtype=np.float64)
+    order_buf = np.empty(n_max, dtype=np.int64)
+    m_max = max(n_max, nt_max)
+    perm_buf = np.empty(m_max, dtype=np.int64)
+    itmp_buf = np.empty(m_max, dtype=np.int64)
+    ftmp_buf = np.empty(m_max, dtype=np.float64)
+    ideal_buf = np.empty(nt_max, dtype=np.float64)
+    for u in range(lo, hi):
+        status[u] = _score_user(
+            u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
+            thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
+            tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
+            gstart_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+        )  # fmt: skip
 
 
 @njit(cache=True, parallel=True)
@@ -648,8 +664,12 @@ def rank_users(
     matched, or -1).
     """
     views = [frozen(a) for a in arrays]
-    kernel: Any = _rank_users
-    return kernel(*views[:15], policy, views[15], n_chunks)  # type: ignore[no-any-return]
+    t_off, t_item, thresholds, ops = views[0], views[1], views[9], views[10]
+    n_users = t_off.shape[0] - 1
+    outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
+    step = (n_users + n_chunks - 1) // n_chunks
+    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs)
+    return outputs  # type: ignore[no-any-return]
 
 
 def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
