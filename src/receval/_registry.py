@@ -25,7 +25,7 @@ Examples
 >>> parse_metric("ndgc@10")
 Traceback (most recent call last):
 ...
-receval._errors.MetricError: unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg', 'ndcg_k', 'dcg'?
+receval._errors.MetricError: unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg', ...?
 """
 
 from __future__ import annotations
