@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -24,21 +24,9 @@ import receval
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
 from receval._shard import evaluate_sharded
+from test_rating import FUNCS, SKLEARN
 from test_shard import assert_same
 
-SKLEARN: dict[str, Callable[..., float]] = {
-    "mae": skm.mean_absolute_error,
-    "mse": skm.mean_squared_error,
-    "rmse": skm.root_mean_squared_error,
-    "r2": skm.r2_score,
-}
-FUNCS: dict[str, Callable[..., float]] = {
-    "mae": receval.mae,
-    "mse": receval.mse,
-    "rmse": receval.rmse,
-    "r2": receval.r2,
-    "nmae": receval.nmae,
-}
 NAMES = list(FUNCS)
 USER_METRICS = [f"{n}(average=user)" for n in NAMES]
 
