@@ -47,6 +47,7 @@ from ._errors import (
 )
 from ._evaluate import NoRecsPolicy, TiesPolicy, evaluate
 from ._io import read_trec_qrels, read_trec_run
+from ._model import FactorModel, ScoreModel, topk
 from ._rating import mae, mse, nmae, r2, rmse
 from ._registry import Metric, MetricSpec, Param, list_metrics, parse_metric
 from ._result import Counts, Result
@@ -60,6 +61,7 @@ __all__ = [
     "ConfusionMatrix",
     "Counts",
     "EngineError",
+    "FactorModel",
     "GaucWeight",
     "InputError",
     "Metric",
@@ -70,6 +72,7 @@ __all__ = [
     "Param",
     "RecevalError",
     "Result",
+    "ScoreModel",
     "TiesPolicy",
     "UndefinedMetricWarning",
     "__version__",
@@ -97,4 +100,5 @@ __all__ = [
     "recall",
     "rmse",
     "roc_curve",
+    "topk",
 ]

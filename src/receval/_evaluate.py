@@ -124,6 +124,11 @@ def evaluate(
     engine: Engine = "auto",
     spark: Any = None,
     partitions: int | None = None,
+    exclude: Any = None,
+    candidates: Any = None,
+    block_memory: int | str = "256MiB",
+    excluded_truth: Literal["drop", "raise"] = "drop",
+    progress: bool = False,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -136,7 +141,9 @@ def evaluate(
     recs:
         The model's output: rows ``(user, item, score)`` (higher is better) or
         ``(user, item, rank)`` with ``rank_col`` (1 is best); same sources as ``truth`` (a TREC
-        run file, or ``{user: {item: score}}``).
+        run file, or ``{user: {item: score}}``). Or a model: a :class:`receval.FactorModel`
+        (user and item factors) or :class:`receval.ScoreModel` (a function scoring every item
+        for a batch of users), evaluated on the full catalog with exact ranks (docs/model.md).
     metrics:
         Metric strings such as ``"ndcg@10"``, ``"map(denominator=min)@100"``,
         ``"recall(rel=2)@20"``; see :func:`receval.list_metrics`.
@@ -208,6 +215,22 @@ def evaluate(
         rows a shard, at least one per core). ``spark`` and ``partitions`` need the Spark
         engine: with the local one they raise.
 
+    exclude:
+        With a model: ``(user, item)`` rows never recommended to that user nor counted as
+        candidates (usually the training interactions): a table, a file or a dict
+        ``{user: [items]}``. Truth rows that it lists for the same user are left out of truth
+        with a warning (``excluded_truth="drop"``) or raise (``"raise"``).
+    candidates:
+        With a model: the items to rank within, instead of the whole catalog: item ids (one
+        subset for every user) or ``(user, item)`` rows (a table, file or dict: per user).
+    block_memory:
+        With a model: the memory for one block of scores (users x items), in bytes or as text
+        (``"256MiB"``, ``"2GB"``); the score matrix is never held whole.
+    excluded_truth:
+        ``"drop"`` (default) or ``"raise"``: see ``exclude``.
+    progress:
+        With a model: a progress bar on stderr while scoring.
+
     Returns
     -------
     Result
@@ -258,6 +281,14 @@ def evaluate(
         "no_recs": no_recs,
     }  # fmt: skip
     if use_spark:
+        from ._model import is_model
+
+        if is_model(recs):
+            msg = (
+                "a model source (FactorModel, ScoreModel) is evaluated by the local engine; "
+                "the Spark engine takes recommendation tables (receval.topk builds one)."
+            )
+            raise InputError(msg)
         from ._spark import evaluate_spark
 
         return evaluate_spark(
@@ -276,6 +307,21 @@ def evaluate(
         msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
         raise InputError(msg)
     threshold = check_threshold(relevance_threshold)
+    from ._model import evaluate_model, is_model  # the model source builds on this module
+
+    if is_model(recs):
+        return evaluate_model(  # type: ignore[no-any-return]
+            truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,
+            ties=ties, threshold=threshold, no_recs=no_recs, options=options, exclude=exclude,
+            candidates=candidates, block_memory=block_memory, excluded_truth=excluded_truth,
+            progress=progress, rank_col=rank_col,
+        )  # fmt: skip
+    if exclude is not None or candidates is not None:
+        msg = (
+            "exclude= and candidates= apply to a model source (receval.FactorModel or "
+            "receval.ScoreModel); recs is a table: filter its rows instead."
+        )
+        raise InputError(msg)
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     user_col, item_col = inputs.user_col, inputs.item_col  # every frame gets truth's names
     truth = inputs.read(truth, "truth", relevance_col or "relevance")
@@ -612,6 +658,53 @@ class KernelOutput:
     ops: np.ndarray
 
 
+@dataclass(frozen=True)
+class PlanArrays:
+    """The ranking metrics as the kernels read them: ``thresholds`` (distinct, first-seen
+    order; evaluate's own first), ``thr_idx`` / ``thr_arr`` (each metric's threshold column),
+    ``t_gain`` (a row of gains per distinct gain, per truth row), ``gain_idx``, ``ops``, ``ks``
+    (0: no cutoff) and ``fpar`` (a metric's float parameter, see :func:`_fpar`)."""
+
+    thresholds: np.ndarray
+    thr_idx: list[int]
+    thr_arr: np.ndarray
+    t_gain: np.ndarray
+    gain_idx: np.ndarray
+    ops: np.ndarray
+    ks: np.ndarray
+    fpar: np.ndarray
+
+
+def plan_arrays(
+    ranking: tuple[Metric, ...], threshold: float, t_rel: np.ndarray, relevance_col: str
+) -> PlanArrays:
+    """The kernels' view of the ranking metrics (:class:`PlanArrays`)."""
+    thresholds = {threshold: 0}  # threshold -> its column, in first-seen order
+    thr_idx = []
+    for m in ranking:
+        rel = m.get("rel")
+        value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
+        thr_idx.append(thresholds.setdefault(value, len(thresholds)))
+    t_gain, gain_idx = _gain_matrix(ranking, t_rel, relevance_col)
+    ops = np.array(
+        [
+            K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name]
+            for m in ranking
+        ],
+        dtype=np.int64,
+    )
+    return PlanArrays(
+        thresholds=np.array(list(thresholds), dtype=np.float64),
+        thr_idx=thr_idx,
+        thr_arr=np.array(thr_idx, dtype=np.int64),
+        t_gain=t_gain,
+        gain_idx=np.array(gain_idx, dtype=np.int64),
+        ops=ops,
+        ks=np.array([m.k or 0 for m in ranking], dtype=np.int64),
+        fpar=np.array([_fpar(m) for m in ranking], dtype=np.float64),
+    )
+
+
 def _match(
     ranking: tuple[Metric, ...],
     t_grp: Grouped,
@@ -639,22 +732,9 @@ def _match(
     r_item = item_keys(r_items)
     r_tie = trec_tie_keys(r_items, r_item) if ties == "trec" else np.zeros(0, dtype=np.int64)
 
-    thresholds = {threshold: 0}  # threshold -> its column, in first-seen order
-    thr_idx = []
-    for m in ranking:
-        rel = m.get("rel")
-        value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
-        thr_idx.append(thresholds.setdefault(value, len(thresholds)))
-    t_gain, gain_idx = _gain_matrix(ranking, t_rel, relevance_col)
-    ops = np.array(
-        [
-            K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else _OPS[m.name]
-            for m in ranking
-        ],
-        dtype=np.int64,
-    )
-    fpar = np.array([_fpar(m) for m in ranking], dtype=np.float64)
-    ks = np.array([m.k or 0 for m in ranking], dtype=np.int64)
+    plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
+    thr_idx = plan_args.thr_idx
+    t_gain = plan_args.t_gain
 
     longest = max(
         int(np.diff(t_grp.offsets).max(initial=0)), int(np.diff(r_grp.offsets).max(initial=0))
@@ -662,10 +742,10 @@ def _match(
     log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
     n_users = t_grp.n_users
     n_chunks = max(1, min(n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
+    pa = plan_args
     args = (
         t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
-        np.array(list(thresholds), dtype=np.float64), ops, ks, np.array(thr_idx, dtype=np.int64),
-        np.array(gain_idx, dtype=np.int64), fpar, log2p,
+        pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
     )  # fmt: skip
     out, nrel, status, t_match = K.rank_users(args, _POLICY[ties], n_chunks)
 
@@ -703,7 +783,7 @@ def _match(
         relevance_col=relevance_col, order_col=order_col, by_rank=by_rank, ties=ties,
         threshold=threshold, no_recs=no_recs, counts=counts, options=options,
     )  # fmt: skip
-    return prep, KernelOutput(out, nrel, thr_idx, ops)
+    return prep, KernelOutput(out, nrel, thr_idx, plan_args.ops)
 
 
 def _merge(

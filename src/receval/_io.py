@@ -24,7 +24,7 @@ from typing import Any, Literal, cast, get_args
 import polars as pl
 
 from ._errors import InputError, OutputError
-from ._layout import FLOAT_EXACT, assignments, inexact_integers_message
+from ._layout import FLOAT_EXACT, Role, assignments, inexact_integers_message
 from ._pools import check_pools
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "ROLES",
     "InputFormat",
     "Inputs",
+    "Role",
     "atomic_path",
     "check_columns",
     "check_exists",
@@ -47,7 +48,6 @@ __all__ = [
     "write_text",
 ]
 
-Role = Literal["truth", "recs", "train", "items"]
 ROLES: tuple[Role, ...] = get_args(Role)
 InputFormat = Literal["parquet", "csv", "tsv", "trec"]
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

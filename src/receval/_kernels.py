@@ -237,6 +237,177 @@ def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, 
     return total
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _group_metrics(
+    u: int,
+    n: int,
+    ng: int,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    t_gain: np.ndarray,
+    ts: int,
+    te: int,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    log2p: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    tkey: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    ftmp_buf: np.ndarray,
+    ideal_buf: np.ndarray,
+) -> None:
+    """Every requested metric of user ``u`` (row ``u`` of ``out``) from its tie groups.
+
+    The list has ``n`` items; group ``gi`` fills positions ``gpos[gi] .. gpos[gi] + gsize[gi]
+    - 1`` (0-based, groups in list order) and its items with a truth row are
+    ``gmem[gi] .. gmem[gi + 1] - 1`` of ``prow`` (the truth row, or -1) and ``prel`` (its
+    relevance). Positions of a group without a member hold non-truth items (relevance and gain
+    0), so a group may list only its truth items (:mod:`receval._model_kernels`) or every item
+    (:func:`_score_user`, ``gpos = gmem``): the sums are the same. ``nrel[u]`` holds |R| per
+    threshold; ``ts .. te`` are the user's truth rows (the ideal DCG).
+    """
+    nt = te - ts
+    # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
+    # once per metric)
+    ideal_gv = -1
+    for mi in range(ops.shape[0]):
+        op = ops[mi]
+        c = thr_idx[mi]
+        thr = thresholds[c]
+        nr = nrel[u, c]
+        if nr == 0:
+            out[u, mi] = np.nan
+            continue
+        if n == 0:
+            out[u, mi] = 0.0
+            continue
+        kk = ks[mi]
+        if op == OP_R_PRECISION:
+            kk = int(nr)
+        elif kk == 0:
+            kk = n
+        kc = min(kk, n)
+        gv = gain_idx[mi]
+
+        hits = 0.0
+        acc = 0.0
+        h = 0.0
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            mlo = gmem[gi]
+            mhi = gmem[gi + 1]
+            if op in (OP_CG, OP_DCG, OP_NDCG, OP_NDCG_K):
+                if mhi - mlo == 1:
+                    gsum = t_gain[gv, prow[mlo]] if prow[mlo] >= 0 else 0.0
+                else:  # summed in sorted order: the same for every input order of the tie
+                    for a in range(mlo, mhi):
+                        tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 else 0.0
+                    gsum = _sorted_sum(tkey, perm_buf, itmp_buf, mlo, mhi)
+                if gsum != 0.0:
+                    gm = gsum / m
+                    if op == OP_CG:
+                        acc += gm * j
+                    else:
+                        for a in range(s, s + j):
+                            acc += gm / log2p[a]
+                continue
+            r = 0
+            for a in range(mlo, mhi):
+                if prel[a] >= thr:
+                    r += 1
+            if r == 0:
+                continue
+            if op == OP_HIT_RATE:
+                miss = 1.0
+                for a in range(j):
+                    miss *= (m - r - a) / (m - a)
+                acc = 1.0 - miss
+                break
+            if op == OP_MRR:
+                prob = r / m
+                top = min(m - r + 1, j)
+                for x in range(1, top + 1):
+                    acc += prob / (s + x)
+                    if x < top:
+                        prob *= (m - x - r + 1) / (m - x)
+                break
+            if op == OP_ARHR:
+                rm = r / m
+                for a in range(s, s + j):
+                    acc += rm / (a + 1)
+            elif op == OP_AP:
+                base = (r / m) * (h + 1.0)
+                pair = 0.0
+                if m > 1:
+                    pair = (r * (r - 1.0)) / (m * (m - 1.0))
+                for t in range(1, j + 1):
+                    acc += (base + (t - 1) * pair) / (s + t)
+                h += r
+            else:
+                hits += (r / m) * j
+
+        if op in (OP_PRECISION, OP_R_PRECISION):
+            out[u, mi] = hits / kk
+        elif op == OP_RECALL:
+            out[u, mi] = hits / nr
+        elif op == OP_HITS:
+            out[u, mi] = hits
+        elif op == OP_FBETA:
+            b2 = fpar[mi] * fpar[mi]
+            out[u, mi] = (1.0 + b2) * hits / (b2 * nr + kk)
+        elif op == OP_AP:
+            den = nr
+            if fpar[mi] > 0.0:
+                den = min(kk, nr)
+            out[u, mi] = acc / den
+        elif op == OP_NDCG:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                if gv != ideal_gv:
+                    for a in range(nt):
+                        ftmp_buf[a] = t_gain[gv, ts + a]
+                        perm_buf[a] = a
+                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
+                    for a in range(nt):
+                        ideal_buf[a] = ftmp_buf[perm_buf[a]]
+                    ideal_gv = gv
+                idcg = 0.0
+                icut = nt if ks[mi] == 0 else min(ks[mi], nt)
+                for a in range(icut):
+                    best = ideal_buf[a]
+                    if best > 0.0:
+                        idcg += best / log2p[a]
+                out[u, mi] = acc / idcg
+        elif op == OP_NDCG_K:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                gmax = 0.0
+                for a in range(ts, te):
+                    gmax = max(gmax, t_gain[gv, a])
+                unit = fpar[mi]  # sum_{j<=K} 1 / log2(j + 1), or 0: K is the list's length
+                if unit == 0.0:
+                    for a in range(n):
+                        unit += 1.0 / log2p[a]
+                out[u, mi] = acc / (gmax * unit)
+        else:
+            out[u, mi] = acc
+
+
 @njit(cache=True, nogil=True)
 def _score_user(
     u: int,
@@ -269,6 +440,7 @@ def _score_user(
     prow_buf: np.ndarray,
     prel_buf: np.ndarray,
     gstart_buf: np.ndarray,
+    gsize_buf: np.ndarray,
     tkey_buf: np.ndarray,
     order_buf: np.ndarray,
     perm_buf: np.ndarray,
@@ -358,135 +530,13 @@ def _score_user(
         p = q
     gstart[ng] = n
 
-    # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
-    # once per metric)
-    ideal_gv = -1
-    for mi in range(ops.shape[0]):
-        op = ops[mi]
-        c = thr_idx[mi]
-        thr = thresholds[c]
-        nr = nrel[u, c]
-        if nr == 0:
-            out[u, mi] = np.nan
-            continue
-        if n == 0:
-            out[u, mi] = 0.0
-            continue
-        kk = ks[mi]
-        if op == OP_R_PRECISION:
-            kk = int(nr)
-        elif kk == 0:
-            kk = n
-        kc = min(kk, n)
-        gv = gain_idx[mi]
-
-        hits = 0.0
-        acc = 0.0
-        h = 0.0
-        for gi in range(ng):
-            s = gstart[gi]
-            if s >= kc:
-                break
-            e = gstart[gi + 1]
-            m = e - s
-            j = min(e, kc) - s
-            if op in (OP_CG, OP_DCG, OP_NDCG, OP_NDCG_K):
-                if m == 1:
-                    gsum = t_gain[gv, prow[s]] if prow[s] >= 0 else 0.0
-                else:  # summed in sorted order: the same for every input order of the tie
-                    for a in range(s, e):
-                        tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 else 0.0
-                    gsum = _sorted_sum(tkey, perm_buf, itmp_buf, s, e)
-                if gsum != 0.0:
-                    gm = gsum / m
-                    if op == OP_CG:
-                        acc += gm * j
-                    else:
-                        for a in range(s, s + j):
-                            acc += gm / log2p[a]
-                continue
-            r = 0
-            for a in range(s, e):
-                if prel[a] >= thr:
-                    r += 1
-            if r == 0:
-                continue
-            if op == OP_HIT_RATE:
-                miss = 1.0
-                for a in range(j):
-                    miss *= (m - r - a) / (m - a)
-                acc = 1.0 - miss
-                break
-            if op == OP_MRR:
-                prob = r / m
-                top = min(m - r + 1, j)
-                for x in range(1, top + 1):
-                    acc += prob / (s + x)
-                    if x < top:
-                        prob *= (m - x - r + 1) / (m - x)
-                break
-            if op == OP_ARHR:
-                rm = r / m
-                for a in range(s, s + j):
-                    acc += rm / (a + 1)
-            elif op == OP_AP:
-                base = (r / m) * (h + 1.0)
-                pair = 0.0
-                if m > 1:
-                    pair = (r * (r - 1.0)) / (m * (m - 1.0))
-                for t in range(1, j + 1):
-                    acc += (base + (t - 1) * pair) / (s + t)
-                h += r
-            else:
-                hits += (r / m) * j
-
-        if op in (OP_PRECISION, OP_R_PRECISION):
-            out[u, mi] = hits / kk
-        elif op == OP_RECALL:
-            out[u, mi] = hits / nr
-        elif op == OP_HITS:
-            out[u, mi] = hits
-        elif op == OP_FBETA:
-            b2 = fpar[mi] * fpar[mi]
-            out[u, mi] = (1.0 + b2) * hits / (b2 * nr + kk)
-        elif op == OP_AP:
-            den = nr
-            if fpar[mi] > 0.0:
-                den = min(kk, nr)
-            out[u, mi] = acc / den
-        elif op == OP_NDCG:
-            if acc == 0.0:
-                out[u, mi] = 0.0
-            else:
-                if gv != ideal_gv:
-                    for a in range(nt):
-                        ftmp_buf[a] = t_gain[gv, ts + a]
-                        perm_buf[a] = a
-                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
-                    for a in range(nt):
-                        ideal_buf[a] = ftmp_buf[perm_buf[a]]
-                    ideal_gv = gv
-                idcg = 0.0
-                icut = nt if ks[mi] == 0 else min(ks[mi], nt)
-                for a in range(icut):
-                    best = ideal_buf[a]
-                    if best > 0.0:
-                        idcg += best / log2p[a]
-                out[u, mi] = acc / idcg
-        elif op == OP_NDCG_K:
-            if acc == 0.0:
-                out[u, mi] = 0.0
-            else:
-                gmax = 0.0
-                for a in range(ts, te):
-                    gmax = max(gmax, t_gain[gv, a])
-                unit = fpar[mi]  # sum_{j<=K} 1 / log2(j + 1), or 0: K is the list's length
-                if unit == 0.0:
-                    for a in range(n):
-                        unit += 1.0 / log2p[a]
-                out[u, mi] = acc / (gmax * unit)
-        else:
-            out[u, mi] = acc
+    for gi in range(ng):
+        gsize_buf[gi] = gstart[gi + 1] - gstart[gi]
+    _group_metrics(
+        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, ts, te, thresholds, ops, ks,
+        thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
+        ideal_buf,
+    )  # fmt: skip
     return STATUS_OK
 
 
@@ -561,6 +611,7 @@ def _rank_chunk(
     prow_buf = np.empty(n_max, dtype=np.int64)
     prel_buf = np.empty(n_max, dtype=np.float64)
     gstart_buf = np.empty(n_max + 1, dtype=np.int64)
+    gsize_buf = np.empty(n_max + 1, dtype=np.int64)
     tkey_buf = np.empty(n_max, dtype=np.float64)
     order_buf = np.empty(n_max, dtype=np.int64)
     m_max = max(n_max, nt_max)
@@ -573,7 +624,7 @@ def _rank_chunk(
             u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
             thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
             tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
-            gstart_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+            gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
         )  # fmt: skip
 
 

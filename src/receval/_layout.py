@@ -42,7 +42,7 @@ __all__ = [
     "unify_ids",
 ]
 
-Role = Literal["truth", "recs", "train", "items"]
+Role = Literal["truth", "recs", "train", "items", "exclude", "candidates"]
 IdType = Literal["auto", "str", "int"]
 IdTypeArg = str | Mapping[str, str]  # a kind, or kinds by id ("user", "item"): check_id_type
 _SHOW = 5

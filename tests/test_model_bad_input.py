@@ -1,0 +1,312 @@
+"""Bad input to FactorModel, ScoreModel, topk and evaluate from a model (issue #12).
+
+Each error is a receval error whose message names the argument, and where it can, what was
+expected and what was found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+import receval
+
+U = np.array([[1.0, 0.0, 2.0], [0.0, 1.0, -1.0], [1.0, 1.0, 1.0]])
+V = np.array([[2.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.0, 3.0, 1.0], [1.0, 0.0, 0.0]])
+TRUTH = pl.DataFrame({"user": [0, 1, 2], "item": [1, 2, 3], "relevance": [1, 1, 2]})
+
+
+def model() -> Any:
+    return receval.FactorModel(U, V)
+
+
+def message(info: pytest.ExceptionInfo[BaseException]) -> str:
+    return str(info.value)
+
+
+# ----------------------------------------------------------------------------- FactorModel
+
+
+def test_factor_dimensions_disagree() -> None:
+    with pytest.raises(receval.InputError, match="item_factors") as info:
+        receval.FactorModel(U, np.ones((4, 2)))
+    assert "user_factors" in message(info)
+    assert "3" in message(info) and "2" in message(info)  # both dimensions
+
+
+@pytest.mark.parametrize("which", ["user_factors", "item_factors"])
+@pytest.mark.parametrize("shape", [(3,), (3, 3, 1)])
+def test_factors_not_a_matrix(which: str, shape: tuple[int, ...]) -> None:
+    bad = np.ones(shape)
+    args = (bad, V) if which == "user_factors" else (U, bad)
+    with pytest.raises(receval.InputError, match=which):
+        receval.FactorModel(*args)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"user_ids": [5, 6]}, "user_ids"),
+        ({"user_ids": [5, 6, 7, 8]}, "user_ids"),
+        ({"item_ids": ["a", "b", "c"]}, "item_ids"),
+    ],
+)
+def test_ids_count_differs_from_rows(kwargs: dict[str, Any], name: str) -> None:
+    with pytest.raises(receval.InputError, match=name) as info:
+        receval.FactorModel(U, V, **kwargs)
+    found = len(next(iter(kwargs.values())))
+    rows = U.shape[0] if name == "user_ids" else V.shape[0]
+    assert str(found) in message(info) and str(rows) in message(info)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name", "dup"),
+    [
+        ({"user_ids": [5, 6, 5]}, "user_ids", "5"),
+        ({"item_ids": ["a", "b", "c", "b"]}, "item_ids", "b"),
+        ({"item_ids": pl.Series([1, 2, 2, 4])}, "item_ids", "2"),
+    ],
+)
+def test_duplicate_ids(kwargs: dict[str, Any], name: str, dup: str) -> None:
+    with pytest.raises(receval.InputError, match=name) as info:
+        receval.FactorModel(U, V, **kwargs)
+    assert "repeated" in message(info) or "duplicate" in message(info).lower()
+    assert dup in message(info)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"user_ids": [5, None, 7]}, "user_ids"),
+        ({"user_ids": pl.Series([5, None, 7])}, "user_ids"),
+        ({"item_ids": ["a", None, "c", "d"]}, "item_ids"),
+    ],
+)
+def test_null_ids(kwargs: dict[str, Any], name: str) -> None:
+    with pytest.raises(receval.InputError, match=name) as info:
+        receval.FactorModel(U, V, **kwargs)
+    assert "null" in message(info).lower() or "none" in message(info).lower()
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("which", ["user_factors", "item_factors"])
+def test_nan_or_inf_in_factors(which: str, value: float) -> None:
+    bad = (U if which == "user_factors" else V).copy()
+    bad[1, 2] = value
+    args = (bad, V) if which == "user_factors" else (U, bad)
+    with pytest.raises(receval.InputError, match=which):
+        receval.FactorModel(*args)
+
+
+@pytest.mark.parametrize("which", ["user_factors", "item_factors"])
+def test_non_numeric_factors(which: str) -> None:
+    bad = np.array([["a", "b", "c"]] * (3 if which == "user_factors" else 4))
+    args = (bad, V) if which == "user_factors" else (U, bad)
+    with pytest.raises(receval.InputError, match=which):
+        receval.FactorModel(*args)
+
+
+def test_unknown_similarity() -> None:
+    with pytest.raises(receval.InputError, match="similarity") as info:
+        receval.FactorModel(U, V, similarity="euclidean")
+    assert "euclidean" in message(info) and "cosine" in message(info)
+
+
+@pytest.mark.parametrize("which", ["user_factors", "item_factors"])
+def test_cosine_of_a_zero_vector(which: str) -> None:
+    bad = (U if which == "user_factors" else V).copy()
+    bad[1] = 0.0
+    args = (bad, V) if which == "user_factors" else (U, bad)
+    with pytest.raises(receval.InputError, match=which):
+        receval.evaluate(TRUTH, receval.FactorModel(*args, similarity="cosine"), "ndcg")
+
+
+def test_float32_scores_that_overflow_to_inf() -> None:
+    big = np.full((3, 3), 1e30, dtype=np.float32)
+    big_items = (V * 1e30).astype(np.float32)  # finite factors, products beyond float32
+    ids = {"user_ids": ["a", "b", "c"], "item_ids": ["w", "x", "y", "z"]}
+    truth = pl.DataFrame({"user": ["a", "b"], "item": ["x", "y"]})
+    with pytest.raises(receval.InputError, match=r"(?i)inf") as info:
+        receval.evaluate(truth, receval.FactorModel(big, big_items, **ids), "ndcg@2")
+    # What was found names the offending user and item by their ids.
+    assert "'a'" in message(info) and "'w'" in message(info)
+
+
+# ----------------------------------------------------------------------------- ScoreModel
+
+
+# The errors about what fn returned call it "the score function".
+FN = r"\bfn\b|score function"
+
+
+def score_model(fn: Any) -> Any:
+    return receval.ScoreModel(fn, [1, 2, 3, 4])
+
+
+def test_score_model_fn_not_callable() -> None:
+    with pytest.raises(receval.InputError, match=r"\bfn\b"):
+        receval.ScoreModel(np.ones((3, 4)), [1, 2, 3, 4])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b: np.ones((len(b), 3)),  # one column short
+        lambda b: np.ones((len(b) + 1, 4)),  # one row too many
+        lambda b: np.ones(len(b) * 4),  # flat
+    ],
+    ids=["columns", "rows", "flat"],
+)
+def test_score_model_fn_returns_the_wrong_shape(make: Any) -> None:
+    with pytest.raises(receval.InputError, match=FN) as info:
+        receval.evaluate(TRUTH, score_model(make), "ndcg@2")
+    assert "4" in message(info)  # the expected number of columns (catalog items)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_score_model_fn_returns_nan_or_inf(value: float) -> None:
+    def fn(b: np.ndarray) -> np.ndarray:
+        out = np.ones((len(b), 4))
+        out[0, 1] = value
+        return out
+
+    with pytest.raises(receval.InputError, match=FN):
+        receval.evaluate(TRUTH, score_model(fn), "ndcg@2")
+    with pytest.raises(receval.InputError, match=FN):
+        receval.topk(score_model(fn), 2, users=[0, 1, 2])
+
+
+def test_score_model_fn_returns_text() -> None:
+    with pytest.raises(receval.InputError, match=FN):
+        receval.evaluate(TRUTH, score_model(lambda b: np.full((len(b), 4), "x")), "ndcg@2")
+
+
+def test_score_model_duplicate_item_ids() -> None:
+    with pytest.raises(receval.InputError, match="item_ids"):
+        receval.ScoreModel(lambda b: np.ones((len(b), 3)), [1, 2, 1])
+
+
+def test_topk_of_a_score_model_needs_users() -> None:
+    with pytest.raises(receval.InputError, match="users"):
+        receval.topk(score_model(lambda b: np.ones((len(b), 4))), 2)
+
+
+# ----------------------------------------------------------------------------- topk's k
+
+
+@pytest.mark.parametrize("k", [0, -1, 2.5, "3", None])
+def test_topk_k_not_a_positive_int(k: Any) -> None:
+    with pytest.raises(receval.InputError, match=r"\bk\b") as info:
+        receval.topk(model(), k)
+    assert repr(k) in message(info) or str(k) in message(info)
+
+
+# ----------------------------------------------------------------------------- block_memory
+
+
+@pytest.mark.parametrize("block_memory", [0, -5, "0MiB", "lots", "-1KiB"])
+def test_block_memory_not_a_positive_size(block_memory: Any) -> None:
+    with pytest.raises(receval.InputError, match="block_memory"):
+        receval.evaluate(TRUTH, model(), "ndcg@2", block_memory=block_memory)
+    with pytest.raises(receval.InputError, match="block_memory"):
+        receval.topk(model(), 2, block_memory=block_memory)
+
+
+# ----------------------------------------------------------------------------- id types
+
+
+def test_truth_ids_text_model_ids_int() -> None:
+    truth = pl.DataFrame({"user": ["0", "1"], "item": ["1", "2"]})
+    with pytest.raises(receval.InputError, match="id_type"):
+        receval.evaluate(truth, model(), "ndcg@2")
+
+
+def test_truth_items_text_model_items_int() -> None:
+    truth = pl.DataFrame({"user": [0, 1], "item": ["1", "2"]})
+    with pytest.raises(receval.InputError, match="id_type"):
+        receval.evaluate(truth, model(), "ndcg@2")
+
+
+def test_exclude_ids_of_another_type() -> None:
+    exclude = pl.DataFrame({"user": ["0"], "item": ["1"]})
+    with pytest.raises(receval.InputError, match="id_type"):
+        receval.evaluate(TRUTH, model(), "ndcg@2", exclude=exclude)
+
+
+# ----------------------------------------------------------------------------- evaluate options
+
+
+def test_excluded_truth_raise() -> None:
+    exclude = pl.DataFrame({"user": [0], "item": [1]})  # truth row (0, 1)
+    with pytest.raises(receval.InputError, match="excluded_truth") as info:
+        receval.evaluate(TRUTH, model(), "ndcg@2", exclude=exclude, excluded_truth="raise")
+    assert "1" in message(info)  # the number of excluded truth rows
+
+
+def test_excluded_truth_unknown_value() -> None:
+    with pytest.raises(receval.InputError, match="excluded_truth") as info:
+        receval.evaluate(TRUTH, model(), "ndcg@2", excluded_truth="keep")
+    assert "keep" in message(info) and "drop" in message(info)
+
+
+@pytest.mark.parametrize("arg", ["exclude", "candidates"])
+def test_exclude_or_candidates_of_a_wrong_kind(arg: str) -> None:
+    with pytest.raises(receval.InputError, match=arg):
+        receval.evaluate(TRUTH, model(), "ndcg@2", **{arg: 42})
+
+
+def test_exclude_table_without_an_item_column() -> None:
+    with pytest.raises(receval.InputError, match="exclude") as info:
+        receval.evaluate(TRUTH, model(), "ndcg@2", exclude=pl.DataFrame({"user": [0]}))
+    assert "'item'" in message(info)
+    assert "__receval" not in message(info)  # the columns found are the caller's own
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+GLOBAL_CLASSIFICATION = (
+    "auc",
+    "average_precision",
+    "logloss",
+    "accuracy",
+    "ppv",
+    "tpr",
+    "fpr",
+    "tnr",
+    "fbeta_score",
+)
+
+
+def test_global_classification_list_is_complete() -> None:
+    listed = {
+        m.name for m in receval.list_metrics() if m.family == "classification" and m.name != "gauc"
+    }
+    assert listed == set(GLOBAL_CLASSIFICATION)
+
+
+@pytest.mark.parametrize("name", GLOBAL_CLASSIFICATION)
+def test_global_classification_metric_from_a_model(name: str) -> None:
+    with pytest.raises(receval.MetricError, match=name) as info:
+        receval.evaluate(TRUTH, model(), ["ndcg@2", name])
+    assert "gauc" in message(info) and "topk" in message(info)
+
+
+BEYOND = tuple(m.name for m in receval.list_metrics() if m.family == "beyond")
+
+
+@pytest.mark.parametrize("name", BEYOND)
+def test_beyond_metric_without_cutoff_from_a_model(name: str) -> None:
+    train = pl.DataFrame({"user": [0, 1], "item": [1, 2]})
+    items = pl.DataFrame({"item": [1, 2, 3, 4], "vec": [[1.0, 0.0]] * 4})
+    with pytest.raises(receval.MetricError, match=name) as info:
+        receval.evaluate(TRUTH, model(), [name], train=train, items=items, item_features="vec")
+    assert "@" in message(info)
+
+
+def test_beyond_metric_with_cutoff_is_fine() -> None:
+    res = receval.evaluate(TRUTH, model(), ["coverage@2", "ndcg@2"])
+    assert 0.0 <= res["coverage@2"] <= 1.0
