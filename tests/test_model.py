@@ -11,6 +11,7 @@ path returns must equal that to 1e-12. Integer-valued factors make scores tie ex
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -1029,10 +1030,20 @@ def test_property_model_equals_brute_force(drawn: tuple[Case, Any, str]) -> None
 # ----------------------------------------------------------------------------- torch
 
 
-def test_torch_factors_equal_numpy_factors() -> None:
-    torch = pytest.importorskip(
+def import_torch() -> Any:
+    """torch, or a skip that says why (a failure when RECEVAL_REQUIRE_TORCH is set, as in
+    .ci/run, which installs the CPU build)."""
+    if os.environ.get("RECEVAL_REQUIRE_TORCH"):
+        import torch
+
+        return torch
+    return pytest.importorskip(
         "torch", reason="torch is not installed: the torch scoring path is not tested"
     )
+
+
+def test_torch_factors_equal_numpy_factors() -> None:
+    torch = import_torch()
     case = make_case(26, kind="int_f64", string_ids=True)
     metrics = all_ranking_metrics(len(case.item_ids))
     devices = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
@@ -1072,3 +1083,52 @@ def test_torch_factors_equal_numpy_factors() -> None:
         case.missing_item,
     )
     run_both(known_case, metrics, model=model, ties="expected")
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("mode", ["all", "global", "per_user"])
+def test_torch_every_policy_and_candidates(ties: str, mode: str) -> None:
+    """The torch scan (masking, above/tied counts, tie order, top K) equals the brute force
+    for every tie policy, with exclusions and both kinds of candidates, in blocks of 3 users."""
+    torch = import_torch()
+    case = make_case(27, kind="int_f64", string_ids=False)
+    metrics = [*all_ranking_metrics(len(case.item_ids)), "gauc", "coverage@3"]
+    rng = np.random.default_rng(5)
+    cands: Any = None
+    if mode == "global":
+        cands = list(rng.choice(case.item_ids, size=len(case.item_ids) - 3, replace=False))
+    elif mode == "per_user":
+        cands = {u: list(rng.choice(case.item_ids, size=6, replace=False)) for u in case.user_ids}
+    model = receval.FactorModel(
+        torch.tensor(case.U), torch.tensor(case.V), user_ids=case.user_ids, item_ids=case.item_ids
+    )
+    numpy_model = case.model()
+    kwargs = {"ties": ties, "exclude": case.exclude_frame(), "candidates": cands}
+    a = quiet(receval.evaluate, case.truth_frame(), numpy_model, metrics, **kwargs)
+    b = quiet(
+        receval.evaluate, case.truth_frame(), model, metrics, block_memory=3 * 8 * 3 * 40, **kwargs
+    )
+    assert_same_result(b, a, what=f"torch {ties} {mode}")
+    ta = receval.topk(numpy_model, 4, exclude=case.exclude, candidates=cands)
+    tb = receval.topk(model, 4, exclude=case.exclude, candidates=cands, block_memory=1)
+    assert tb.equals(ta)
+    run_both(case, metrics[:-2], model=model, ties=ties, candidates=cands)
+
+
+def test_score_model_with_user_ids_scores_only_its_users() -> None:
+    """A ScoreModel given user_ids is called only for those users; other truth users have no
+    recommendations, exactly as with a FactorModel of the same users."""
+    case = make_case(28, kind="int_f64", string_ids=True)
+    calls: list[np.ndarray] = []
+    fn = score_fn(case.U, case.V, case.user_ids, calls)
+    model = receval.ScoreModel(fn, case.item_ids, user_ids=case.user_ids)
+    metrics = ["ndcg@3", "mrr", "gauc"]
+    got = quiet(receval.evaluate, case.truth_frame(), model, metrics, exclude=case.exclude_frame())
+    want = quiet(
+        receval.evaluate, case.truth_frame(), case.model(), metrics, exclude=case.exclude_frame()
+    )
+    assert_same_result(got, want)
+    assert calls
+    assert {u for batch in calls for u in batch.tolist()} <= set(case.user_ids)
+    assert got.settings["model"] == want.settings["model"]
+    assert receval.topk(model, 3).equals(receval.topk(case.model(), 3))

@@ -13,23 +13,33 @@ from rich.console import Console
 from rich.markup import escape
 
 __all__ = [
+    "BlockMemoryOpt",
+    "CandidatesOpt",
     "ColumnsOpt",
+    "ExcludeOpt",
     "IdTypeOpt",
     "InputFormatOpt",
     "ItemColOpt",
+    "ItemFactorsOpt",
     "ItemFeaturesOpt",
+    "ItemIdsOpt",
     "ItemsOpt",
+    "ModelProgressOpt",
     "NoRecs",
     "NoRecsOpt",
     "RankColOpt",
     "RatingRangeOpt",
     "RelevanceColOpt",
     "ScoreColOpt",
+    "Similarity",
+    "SimilarityOpt",
     "ThresholdOpt",
     "Ties",
     "TiesOpt",
     "TrainOpt",
     "UserColOpt",
+    "UserFactorsOpt",
+    "UserIdsOpt",
     "evaluate_options",
     "fail",
     "features",
@@ -57,6 +67,13 @@ class NoRecs(StrEnum):
     zero = "zero"
     skip = "skip"
     raise_ = "raise"
+
+
+class Similarity(StrEnum):
+    """How a factor model scores an item for a user."""
+
+    dot = "dot"
+    cosine = "cosine"
 
 
 def fail(exc: Exception) -> typer.Exit:
@@ -186,3 +203,61 @@ def evaluate_options(
         "id_type": id_type, "input_format": input_format, "columns": columns or None,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
+
+
+# a factor model in place of recommendations (receval evaluate and receval topk)
+UserFactorsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The user factors of a factor model, one row per user (.npy, .npz or Parquet): a "
+        "user's score of an item is the dot product of their factors (evaluate: instead of "
+        "--recs)."
+    ),
+]
+ItemFactorsOpt = Annotated[
+    Path | None,
+    typer.Option(help="The item factors, one row per catalog item (.npy, .npz or Parquet)."),
+]
+UserIdsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The user ids of the rows of --user-factors, in row order: .npy, .txt (one per "
+        "line), Parquet, CSV or TSV \\[default: the factor file's ids, else 0..n-1]."
+    ),
+]
+ItemIdsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The item ids of the rows of --item-factors (as --user-ids) \\[default: the factor "
+        "file's ids, else 0..n-1]."
+    ),
+]
+SimilarityOpt = Annotated[
+    Similarity | None,
+    typer.Option(help="Score of a user and an item: dot or cosine \\[default: dot]."),
+]
+ExcludeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="(user, item) rows never recommended, e.g. the training interactions: Parquet, CSV "
+        "or TSV."
+    ),
+]
+CandidatesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="The items that may be recommended: item ids (one column, .txt or .npy: for every "
+        "user) or (user, item) rows (per user) \\[default: every catalog item]."
+    ),
+]
+BlockMemoryOpt = Annotated[
+    str | None,
+    typer.Option(help="Memory of one block of scores, e.g. 1GiB, or bytes \\[default: 256MiB]."),
+]
+ModelProgressOpt = Annotated[
+    bool | None,
+    typer.Option(
+        help="Progress bar on stderr while scoring a factor model \\[default: when stderr is a "
+        "terminal]."
+    ),
+]

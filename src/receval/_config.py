@@ -21,6 +21,12 @@ Example ``eval.toml``::
     user = "uid"
     item = "iid"
 
+A factor model instead of ``recs`` (``receval evaluate --user-factors ...``): the keys
+``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``exclude``,
+``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and ``excluded_truth``.
+``receval topk --config`` reads those (less ``excluded_truth``) plus ``k``, ``users``,
+``output``, ``user_col``, ``item_col`` and ``id_type``.
+
 ``receval compare --config`` and ``receval report --config`` read the same keys (less
 ``recs`` and ``per_user``) plus the comparison's: ``runs`` (a table NAME = PATH, in order),
 ``baseline``, ``test``, ``correction``, ``alpha``, ``confidence``, ``ci``, ``n_resamples``,
@@ -39,26 +45,36 @@ from typing import Any
 from ._errors import InputError
 from ._io import check_columns, check_input_format
 
-__all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "load_config"]
+__all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "TOPK_KEYS", "load_config"]
 
-_PATHS = ("truth", "recs", "per_user", "train", "items")
+_PATHS = (
+    "truth", "recs", "per_user", "train", "items", "user_factors", "item_factors", "user_ids",
+    "item_ids", "exclude", "candidates", "users",
+)  # fmt: skip
+# a factor model in place of recs (receval evaluate and topk)
+_MODEL = (
+    "user_factors", "item_factors", "user_ids", "item_ids", "similarity", "exclude",
+    "candidates", "block_memory",
+)  # fmt: skip
 _STRINGS = (
     "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format",
-    "id_type",
+    "id_type", "similarity", "excluded_truth",
 )  # fmt: skip
 CONFIG_KEYS = (
-    *_PATHS, "metrics", *_STRINGS, "relevance_threshold", "item_features", "rating_range",
-    "input_format", "columns",
+    "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",
+    "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format", "id_type",
+    "relevance_threshold", "item_features", "rating_range", "input_format", "columns", *_MODEL,
+    "excluded_truth",
 )  # fmt: skip
 """The keys of ``receval evaluate --config``."""
 
 # compare and report: evaluate's keys less recs, per_user and format, plus the comparison's
 _EVALUATE_OPTIONS = tuple(
     k for k in CONFIG_KEYS
-    if k not in ("recs", "per_user", "format")  # evaluate's only
+    if k not in ("recs", "per_user", "format", *_MODEL, "excluded_truth")  # evaluate's only
 )  # fmt: skip
 _NUMBERS = ("relevance_threshold", "alpha", "confidence")
-_INTEGERS = ("n_resamples", "n_permutations", "seed")
+_INTEGERS = ("n_resamples", "n_permutations", "seed", "k")
 _COMPARISON = (
     "runs", "baseline", "test", "correction", "alpha", "confidence", "ci", "n_resamples",
     "n_permutations", "seed", "output",
@@ -72,6 +88,8 @@ COMPARE_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "format")
 """The keys of ``receval compare --config``."""
 REPORT_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "title", "curves")
 """The keys of ``receval report --config``."""
+TOPK_KEYS = (*_MODEL, "k", "users", "output", "user_col", "item_col", "id_type")
+"""The keys of ``receval topk --config``."""
 
 
 def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[str, Any]:
@@ -159,6 +177,11 @@ def _check(source: Path, key: str, value: Any) -> Any:
     if key in _INTEGERS:
         if isinstance(value, bool) or not isinstance(value, int):
             msg = f"{where} must be an integer; got {value!r}."
+            raise InputError(msg)
+        return value
+    if key == "block_memory":  # a size: "256MiB", or a number of bytes
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            msg = f'{where} must be a size such as "256MiB" or a number of bytes; got {value!r}.'
             raise InputError(msg)
         return value
     if key == "correction" and value is None:  # JSON null: no correction

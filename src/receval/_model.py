@@ -301,6 +301,10 @@ class ScoreModel:
         ``candidates`` to leave items out).
     item_ids:
         The catalog: the item id of each column.
+    user_ids:
+        The users ``fn`` knows (optional): truth users outside it are not scored and have no
+        recommendations (``no_recs`` applies), as with a FactorModel. Default: every truth
+        user is passed to ``fn``.
 
     Examples
     --------
@@ -313,7 +317,9 @@ class ScoreModel:
     {'mrr': 1.0, 'recall@1': 1.0}
     """
 
-    def __init__(self, fn: Callable[[np.ndarray], Any], item_ids: Any) -> None:
+    def __init__(
+        self, fn: Callable[[np.ndarray], Any], item_ids: Any, *, user_ids: Any = None
+    ) -> None:
         if not callable(fn):
             msg = f"fn must be a function of a batch of user ids; got {type(fn).__name__}."
             raise InputError(msg)
@@ -323,6 +329,9 @@ class ScoreModel:
         n = len(item_ids)
         self.fn = fn
         self.item_ids = _ids(item_ids, n, "item_ids", "the columns fn returns")
+        self.user_ids: pl.Series | None = None
+        if user_ids is not None:
+            self.user_ids = _ids(user_ids, len(user_ids), "user_ids", "user_ids")
 
     @property
     def uses_torch(self) -> bool:
@@ -546,8 +555,9 @@ class _Scorer:
                 i_norm = torch.linalg.vector_norm(items, dim=1)
                 fmax = float(torch.finfo(items.dtype).max)
             else:
-                u_norm = np.linalg.norm(model.user_factors, axis=1)
-                i_norm = np.linalg.norm(items, axis=1)
+                with np.errstate(over="ignore"):  # an infinite bound: scores are checked
+                    u_norm = np.linalg.norm(model.user_factors, axis=1)
+                    i_norm = np.linalg.norm(items, axis=1)
                 fmax = float(np.finfo(items.dtype).max)
             bound = 0.0
             if u_norm.shape[0] and i_norm.shape[0]:
@@ -571,7 +581,8 @@ class _Scorer:
                         _check_scores(bad, users, "the factors' products", self.col_ids)
                 return scores_t  # type: ignore[no-any-return]
             else:
-                scores = model.user_factors[rows] @ self.items_t
+                with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                    scores = model.user_factors[rows] @ self.items_t
             if self.check_finite:
                 _check_scores(scores, users, "the factors' products", self.col_ids)
             return np.ascontiguousarray(scores)
@@ -810,7 +821,8 @@ def _drop_excluded(
         msg = (
             f"truth has {hit.len()} (user, item) row(s) that exclude also lists for the same "
             "user (repeat consumption: such an item can never be recommended); "
-            "excluded_truth='raise'. Use excluded_truth='drop' to leave them out of truth. "
+            "excluded_truth='raise'. Use excluded_truth='drop' (CLI --excluded-truth drop) to "
+            "leave them out of truth. "
             f"First offending rows:\n{shown}"
         )
         raise InputError(msg)
@@ -874,7 +886,7 @@ def _setup(
     t_items, items = _unify(t_frame[item_col], items, "item", "truth")
     catalog = _Catalog(items, catalog.cols, catalog.col_of)
     t_frame = t_frame.with_columns(t_items.alias(item_col))
-    model_users = model.user_ids if isinstance(model, FactorModel) else None
+    model_users = model.user_ids
     if model_users is not None:
         if kinds["user"] == "str" and model_users.dtype != pl.String:
             model_users = model_users.cast(pl.String)
@@ -1248,8 +1260,10 @@ def topk(
     kinds = check_id_type(id_type)
     block_bytes = parse_memory(block_memory)
     if users is None:
-        if not isinstance(model, FactorModel):
-            msg = "users must list the user ids to score: a ScoreModel does not know its users."
+        if model.user_ids is None:
+            msg = (
+                "users must list the user ids to score: this ScoreModel was made without user_ids."
+            )
             raise InputError(msg)
         user_ids = model.user_ids
     else:
@@ -1266,7 +1280,7 @@ def topk(
     inputs = Inputs.of(None, None, user_col, item_col)
     catalog, _ = _catalog(model, candidates, item_col, kinds)
     items = catalog.ids
-    model_users = model.user_ids if isinstance(model, FactorModel) else None
+    model_users = model.user_ids
     keys = user_ids.alias(user_col)  # no truth rows: the scan only keeps each user's top k
     if model_users is not None:
         if kinds["user"] == "str" and model_users.dtype != pl.String:

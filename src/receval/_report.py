@@ -305,6 +305,8 @@ def describe_input(value: Any) -> str:
         return os.fsdecode(value)
     kind = type(value)
     root = kind.__module__.split(".")[0]
+    if root == "receval":  # a model source: its repr says what it is
+        return repr(value)
     name = kind.__name__ if root == "builtins" else f"{root} {kind.__name__}"
     if isinstance(value, Mapping):
         return f"{name}, {_count(len(value), 'user')}"
@@ -338,6 +340,9 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
         facts += [(f"run {name}", describe_input(run)) for name, run in inputs["runs"].items()]
     evaluated = s.get("evaluate") or {}
     options = inputs["options"] if inputs is not None else {}
+    for key in ("exclude", "candidates"):  # a model source's masks are inputs too
+        if options.get(key) is not None:
+            facts.append((key, describe_input(options[key])))
     for key, label in (("ties", "ties"), ("relevance_threshold", "relevance threshold"),
                        ("no_recs", "no-recs policy"), ("id_type", "id_type")):  # fmt: skip
         value = evaluated.get(key, options.get(key))

@@ -1,6 +1,7 @@
 """The ``receval`` command line: a thin layer over the library.
 
-Commands: ``evaluate`` (metrics of a recommendation file against a truth file), ``metrics``
+Commands: ``evaluate`` (metrics of a recommendation file, or of a factor model's scores,
+against a truth file), ``topk`` (a factor model's top-K lists, written to a file), ``metrics``
 (every metric with its definition and variants) and ``demo`` (realistic generated data,
 evaluated end to end).
 """
@@ -12,6 +13,7 @@ import math
 import sys
 import time
 import warnings
+from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,22 +25,31 @@ from rich.table import Table
 from rich.text import Text
 
 from ._cli_common import (
+    BlockMemoryOpt,
+    CandidatesOpt,
     ColumnsOpt,
+    ExcludeOpt,
     IdTypeOpt,
     InputFormatOpt,
     ItemColOpt,
+    ItemFactorsOpt,
     ItemFeaturesOpt,
+    ItemIdsOpt,
     ItemsOpt,
+    ModelProgressOpt,
     NoRecsOpt,
     RankColOpt,
     RatingRangeOpt,
     RelevanceColOpt,
     ScoreColOpt,
+    SimilarityOpt,
     ThresholdOpt,
     Ties,
     TiesOpt,
     TrainOpt,
     UserColOpt,
+    UserFactorsOpt,
+    UserIdsOpt,
     err,
     evaluate_options,
     out,
@@ -47,10 +58,12 @@ from ._cli_common import (
 from ._cli_common import fail as _fail
 from ._cli_compare import register_compare_commands
 from ._compile_notice import compile_notice
-from ._config import load_config
+from ._config import TOPK_KEYS, load_config
 from ._errors import InputError, RecevalError
 from ._evaluate import evaluate
-from ._io import check_outputs, write_frame
+from ._io import check_output_path, check_outputs, write_frame
+from ._layout import check_id_type
+from ._model_io import factor_model, model_options
 from ._registry import MetricSpec, list_metrics
 from ._result import Result
 
@@ -82,6 +95,13 @@ class Engine(StrEnum):
 
     local = "local"
     spark = "spark"
+
+
+class ExcludedTruth(StrEnum):
+    """What happens to truth rows that --exclude removes from a user's candidates."""
+
+    drop = "drop"
+    raise_ = "raise"
 
 
 class FamilyName(StrEnum):
@@ -124,6 +144,18 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
         f"relevance: {relevance}{tail}",
         highlight=False,
     )
+    model = res.settings.get("model")
+    if isinstance(model, dict):  # a factor model's counts (receval evaluate --user-factors)
+        first = [k for k in _MODEL_COUNTS if k in model]
+        keys = [*first, *(k for k in model if k not in first)]
+        facts = ", ".join(f"{k}={model[k]}" for k in keys)
+        _out.print(f"model: {facts}", highlight=False)
+
+
+_MODEL_COUNTS = (
+    "users_scored", "truth_users_not_in_model", "truth_rows_not_in_catalog",
+    "truth_rows_excluded", "exclude_rows_not_in_catalog", "candidates",
+)  # fmt: skip
 
 
 @app.command("evaluate")
@@ -134,6 +166,22 @@ def evaluate_cmd(
     recs: Annotated[
         Path | None, typer.Option(help="Recommendations: Parquet, CSV, TSV or TREC run.")
     ] = None,
+    user_factors: UserFactorsOpt = None,
+    item_factors: ItemFactorsOpt = None,
+    user_ids: UserIdsOpt = None,
+    item_ids: ItemIdsOpt = None,
+    similarity: SimilarityOpt = None,
+    exclude: ExcludeOpt = None,
+    candidates: CandidatesOpt = None,
+    block_memory: BlockMemoryOpt = None,
+    excluded_truth: Annotated[
+        ExcludedTruth | None,
+        typer.Option(
+            help="Truth rows that --exclude removes: drop (with a warning) or raise "
+            "\\[default: drop]."
+        ),
+    ] = None,
+    progress: ModelProgressOpt = None,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10."),
@@ -141,8 +189,9 @@ def evaluate_cmd(
     config: Annotated[
         Path | None,
         typer.Option(
-            help="TOML or JSON file of settings (keys as evaluate's options, plus truth, recs, "
-            "metrics, per_user, format); flags given here override it."
+            help="TOML or JSON file of settings (keys as evaluate's options, plus truth, recs "
+            "or user_factors and item_factors, metrics, per_user, format); flags given here "
+            "override it."
         ),
     ] = None,
     fmt: Annotated[
@@ -190,10 +239,18 @@ def evaluate_cmd(
         ),
     ] = None,
 ) -> None:
-    """Evaluate recommendations against truth and print the metrics."""
+    """Evaluate recommendations against truth and print the metrics.
+
+    The recommendations are a file (--recs), or a factor model's scores of every catalog item
+    (--user-factors and --item-factors; --exclude and --candidates narrow each user's items).
+    """
     flags: dict[str, Any] = {
         "truth": truth, "recs": recs, "metrics": metric or None, "per_user": per_user,
-        "format": fmt.value if fmt else None,
+        "format": fmt.value if fmt else None, "user_factors": user_factors,
+        "item_factors": item_factors, "user_ids": user_ids, "item_ids": item_ids,
+        "similarity": similarity.value if similarity else None, "exclude": exclude,
+        "candidates": candidates, "block_memory": block_memory,
+        "excluded_truth": excluded_truth.value if excluded_truth else None,
     }  # fmt: skip
     flags.update(
         evaluate_options(
@@ -209,10 +266,11 @@ def evaluate_cmd(
         if config is not None:
             settings.update(load_config(config))
         settings.update({k: v for k, v in flags.items() if v is not None})
-        for key, flag in (("truth", "--truth"), ("recs", "--recs"), ("metrics", "--metric")):
+        for key, flag in (("truth", "--truth"), ("metrics", "--metric")):
             if settings.get(key) is None:
                 msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
                 raise InputError(msg)
+        model = _model_source(settings, engine)
         fmt_value = settings.pop("format")
         try:
             out_format = Format(fmt_value)
@@ -222,12 +280,20 @@ def evaluate_cmd(
         out_path = settings.pop("per_user")
         check_outputs(
             {"--per-user": out_path},
-            {"--truth": settings["truth"], "--recs": settings["recs"], "--config": config,
-             "--train": settings.get("train"), "--items": settings.get("items")},
+            {"--truth": settings["truth"], "--recs": settings.get("recs"), "--config": config,
+             "--train": settings.get("train"), "--items": settings.get("items"),
+             **_model_inputs(settings)},
         )  # fmt: skip
         settings.update(_engine_options(engine, spark_master, partitions))
+        notice: AbstractContextManager[None] = compile_notice(err)
+        if model:
+            progress = err.is_terminal if progress is None else progress
+            if progress:
+                notice = nullcontext()  # the progress bar shows the work (one live display)
+            settings.update(recs=factor_model(settings), progress=progress)
+            settings.update(model_options(settings))
         start = time.perf_counter()
-        with compile_notice(err):  # a first run compiles the kernels (spinner on a terminal)
+        with notice:  # a first run compiles the kernels (spinner on a terminal)
             res = evaluate(
                 settings.pop("truth"), settings.pop("recs"), settings.pop("metrics"), **settings
             )
@@ -237,6 +303,63 @@ def evaluate_cmd(
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
     _print_result(res, out_format, seconds)
+
+
+_MODEL_FLAGS = {
+    "user_factors": "--user-factors", "item_factors": "--item-factors", "user_ids": "--user-ids",
+    "item_ids": "--item-ids", "similarity": "--similarity", "exclude": "--exclude",
+    "candidates": "--candidates", "block_memory": "--block-memory",
+    "excluded_truth": "--excluded-truth",
+}  # fmt: skip
+
+
+def _model_source(settings: dict[str, Any], engine: Engine) -> bool:
+    """Whether ``receval evaluate`` scores a factor model (else it reads --recs); exactly one
+    source must be given, and the model's options only with a model."""
+    has_recs = settings.get("recs") is not None
+    factors = [k for k in ("user_factors", "item_factors") if settings.get(k) is not None]
+    if has_recs and factors:
+        msg = (
+            f"--recs and {_MODEL_FLAGS[factors[0]]} both give the recommendations; give either "
+            "--recs (a file of recommendations) or --user-factors and --item-factors (a model)."
+        )
+        raise InputError(msg)
+    if not has_recs and not factors:
+        msg = (
+            "missing --recs, or --user-factors and --item-factors (give them on the command "
+            "line or as 'recs', or 'user_factors' and 'item_factors', in --config)."
+        )
+        raise InputError(msg)
+    if len(factors) == 1:
+        given, other = (
+            ("--user-factors", "--item-factors")
+            if factors == ["user_factors"]
+            else ("--item-factors", "--user-factors")
+        )
+        msg = f"{given} needs {other} too: a factor model is user factors and item factors."
+        raise InputError(msg)
+    if has_recs:
+        extra = [f for k, f in _MODEL_FLAGS.items() if settings.get(k) is not None]
+        if extra:
+            msg = (
+                f"{extra[0]} applies to a factor model (--user-factors and --item-factors), not "
+                "to --recs; filter the recommendations file instead."
+            )
+            raise InputError(msg)
+        return False
+    if engine is Engine.spark:
+        msg = (
+            "--engine spark reads --recs files; a factor model (--user-factors) is scored by "
+            "the local engine: drop --engine spark."
+        )
+        raise InputError(msg)
+    return True
+
+
+def _model_inputs(settings: dict[str, Any]) -> dict[str, Any]:
+    """The model's input files by option, for :func:`check_outputs`."""
+    keys = ("user_factors", "item_factors", "user_ids", "item_ids", "exclude", "candidates")
+    return {_MODEL_FLAGS[k]: settings.get(k) for k in keys}
 
 
 def _engine_options(engine: Engine, master: str | None, partitions: int | None) -> dict[str, Any]:
@@ -251,6 +374,108 @@ def _engine_options(engine: Engine, master: str | None, partitions: int | None) 
     from ._spark import session
 
     return {"engine": "spark", "spark": session(master or "local[*]"), "partitions": partitions}
+
+
+_TABLE_SUFFIXES = (".parquet", ".pq", ".csv", ".tsv")
+
+
+@app.command("topk")
+def topk_cmd(
+    user_factors: UserFactorsOpt = None,
+    item_factors: ItemFactorsOpt = None,
+    k: Annotated[
+        int | None, typer.Option("--k", "-k", help="Items per user (the K of top-K).")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="File to write: .parquet, .csv or .tsv (by the suffix)."
+        ),
+    ] = None,
+    user_ids: UserIdsOpt = None,
+    item_ids: ItemIdsOpt = None,
+    similarity: SimilarityOpt = None,
+    users: Annotated[
+        Path | None,
+        typer.Option(
+            help="Only these users, in this order: .npy, .txt (one per line), Parquet, CSV or "
+            "TSV \\[default: every user of the factors]."
+        ),
+    ] = None,
+    exclude: ExcludeOpt = None,
+    candidates: CandidatesOpt = None,
+    block_memory: BlockMemoryOpt = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML or JSON file of settings (keys as the options: user_factors, k, output, "
+            "...); flags given here override it."
+        ),
+    ] = None,
+    user_col: UserColOpt = None,
+    item_col: ItemColOpt = None,
+    id_type: IdTypeOpt = None,
+    progress: ModelProgressOpt = None,
+) -> None:
+    """Write a factor model's top-K items of every user to a file (atomically).
+
+    Columns: user, item, score, rank (1..K); a user with fewer candidate items than K gets
+    fewer rows. Scores are user factors · item factors (or their cosine).
+    """
+    from ._model import topk
+    from ._model_io import load_ids
+
+    flags: dict[str, Any] = {
+        "user_factors": user_factors, "item_factors": item_factors, "k": k, "output": output,
+        "user_ids": user_ids, "item_ids": item_ids,
+        "similarity": similarity.value if similarity else None, "users": users,
+        "exclude": exclude, "candidates": candidates, "block_memory": block_memory,
+        "user_col": user_col, "item_col": item_col, "id_type": id_type,
+    }  # fmt: skip
+    try:
+        settings: dict[str, Any] = load_config(config, TOPK_KEYS) if config is not None else {}
+        settings.update({key: v for key, v in flags.items() if v is not None})
+        required = (
+            ("user_factors", "--user-factors"), ("item_factors", "--item-factors"),
+            ("k", "-k"), ("output", "--output"),
+        )  # fmt: skip
+        for key, flag in required:
+            if settings.get(key) is None:
+                msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
+                raise InputError(msg)
+        out_path = Path(settings.pop("output"))
+        if out_path.suffix.lower() not in _TABLE_SUFFIXES:
+            msg = f"--output {str(out_path)!r}: expected a .parquet, .csv or .tsv path."
+            raise InputError(msg)
+        check_output_path(out_path)
+        check_outputs(
+            {"--output": out_path},
+            {"--config": config, "--users": settings.get("users"), **_model_inputs(settings)},
+        )
+        options: dict[str, Any] = {
+            key: settings[key] for key in ("user_col", "item_col", "id_type") if key in settings
+        }
+        show = err.is_terminal if progress is None else progress
+        model = factor_model(settings)
+        options.update(model_options(settings))
+        if settings.get("users") is not None:
+            kinds = check_id_type(settings.get("id_type", "auto"))
+            options["users"] = load_ids(
+                settings["users"], "--users", id_col=settings.get("user_col", "user"),
+                kind=kinds["user"],
+            )  # fmt: skip
+        notice: AbstractContextManager[None] = nullcontext() if show else compile_notice(err)
+        with notice:  # the progress bar, else the spinner while kernels compile (first run)
+            table = topk(model, settings["k"], progress=show, **options)
+        write_frame(table, out_path)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    n_users = table.get_column(options.get("user_col", "user")).n_unique()
+    err.print(
+        f"wrote {table.height:,} rows (top {settings['k']} of {n_users:,} users) to {out_path}",
+        highlight=False,
+        markup=False,
+    )
 
 
 @app.command("metrics")
