@@ -10,6 +10,7 @@ path returns must equal that to 1e-12. Integer-valued factors make scores tie ex
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import warnings
@@ -1132,3 +1133,47 @@ def test_score_model_with_user_ids_scores_only_its_users() -> None:
     assert {u for batch in calls for u in batch.tolist()} <= set(case.user_ids)
     assert got.settings["model"] == want.settings["model"]
     assert receval.topk(model, 3).equals(receval.topk(case.model(), 3))
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("string_ids", [False, True], ids=["int_ids", "str_ids"])
+def test_beyond_metrics_equal_evaluate_on_the_full_table(ties: str, string_ids: bool) -> None:
+    """With integer factors (many ties at the cutoff), the top-K lists are cut as the beyond
+    family cuts the full ranked table under each tie policy (catalog order for first, item id
+    descending as text for trec, item id ascending otherwise), so every beyond metric equals
+    evaluate on the full table; the torch path too."""
+    case = make_case(29, kind="int_f64", string_ids=string_ids, n_users=30, n_items=40, d=2)
+    rng = np.random.default_rng(29)
+    n_users, n_items = len(case.user_ids), len(case.item_ids)
+    train_rows = [
+        (case.user_ids[int(rng.integers(n_users))], case.item_ids[int(rng.integers(n_items))], 1)
+        for _ in range(80)
+    ]
+    train = rows_frame(list(dict.fromkeys(train_rows)), case.id_dtype).unique(maintain_order=True)
+    items = pl.DataFrame({"item": pl.Series(case.item_ids, dtype=case.id_dtype)})
+    metrics = [f"{name}@{k}" for name in BEYOND if name not in ("ils", "diversity") for k in (2, 4)]
+    kwargs = {"train": train, "items": items, "ties": ties}
+    got = quiet(
+        receval.evaluate, case.truth_frame(), case.model(), metrics, exclude=case.exclude_frame(),
+        **kwargs,
+    )  # fmt: skip
+    S = score_matrix(case.U, case.V)
+    table = brute_table(
+        S, case.user_ids, case.item_ids, case.known_truth_users(), case.exclude, None,
+        case.id_dtype,
+    )  # fmt: skip
+    truth2 = case.truth_frame(drop_excluded(case.truth, case.exclude))
+    want = quiet(receval.evaluate, truth2, table, metrics, **kwargs)
+    assert_same_result(got, want)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        model = receval.FactorModel(
+            torch.tensor(case.U, dtype=torch.float64), torch.tensor(case.V, dtype=torch.float64),
+            user_ids=case.user_ids, item_ids=case.item_ids,
+        )  # fmt: skip
+        on_torch = quiet(
+            receval.evaluate, case.truth_frame(), model, metrics, exclude=case.exclude_frame(),
+            **kwargs,
+        )  # fmt: skip
+        assert_same_result(on_torch, want)

@@ -694,8 +694,12 @@ def _scan(
     block_bytes: int,
     keys: pl.Series,
     progress: bool,
+    sel_key: np.ndarray | None = None,
 ) -> _Scan:
-    """Score every user with a model row (``model_row >= 0``) in blocks and scan the blocks."""
+    """Score every user with a model row (``model_row >= 0``) in blocks and scan the blocks.
+
+    ``sel_key``: per scored column, a distinct key that orders equal scores in the top K
+    (None: catalog order)."""
     n_users = t_off.shape[0] - 1
     n_rows = t_col.shape[0]
     out = _Scan(
@@ -712,17 +716,13 @@ def _scan(
     per_row = max(n_cols * scorer.itemsize * (3 if scorer.model.uses_torch else 1), 1)
     block = int(max(1, min(block_bytes // per_row, scored.size or 1)))
     pc_off, pc_col = pc if pc is not None else (np.zeros(1, dtype=np.int64), np.zeros(0, np.int64))
+    if sel_key is None:  # equal scores of the top K in catalog order
+        sel_key = np.arange(n_cols, dtype=np.int64)
+    key_col = np.ascontiguousarray(np.argsort(sel_key, kind="stable"), dtype=np.int64)
     layout: tuple[Any, ...] = (
-        t_off,
-        t_col,
-        t_cand,
-        ex[0],
-        ex[1],
-        pc_off,
-        pc_col,
-        pc is not None,
-        tie_key,
-    )
+        t_off, t_col, t_cand, ex[0], ex[1], pc_off, pc_col, pc is not None, tie_key,
+        np.ascontiguousarray(sel_key, dtype=np.int64), key_col,
+    )  # fmt: skip
     outputs = (out.t_score, out.above, out.tied, out.first_before, out.trec_before, out.n_cand,
                out.top_col, out.top_score, out.top_n)  # fmt: skip
     with _progress_bar(progress, int(scored.size), "scoring") as advance:
@@ -942,6 +942,18 @@ def _tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
     return np.ascontiguousarray(trec_tie_keys(ids, keys), dtype=np.int64)
 
 
+def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
+    """The order of equal scores in the top-K lists of the beyond-accuracy metrics, as that
+    family orders a list (docs/beyond.md): catalog order for ``first`` (None), item id
+    descending as text for ``trec``, else item id ascending."""
+    if ties == "first":
+        return None
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    key = pl.Series(-_tie_key(catalog, ties)) if ties == "trec" else ids
+    rank = key.rank("ordinal").cast(pl.Int64) - 1
+    return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
+
+
 def _top_table(
     scan: _Scan, keys: pl.Series, catalog: _Catalog, user_col: str, item_col: str
 ) -> pl.DataFrame:
@@ -1055,6 +1067,7 @@ def evaluate_model(
         setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
         want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
         k_top=max(k_beyond, 1), block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
+        sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
     )  # fmt: skip
 
     lists = _top_table(scan, t_grp.keys, setup.catalog, user_col, item_col).drop("rank")

@@ -163,8 +163,8 @@ def _tied_before(
 
 @njit(cache=True, nogil=True, inline="always")
 def _heap_push(x: float, j: int, k: int, hn: int, hs: np.ndarray, hc: np.ndarray) -> int:
-    """Offer (score ``x``, column ``j``) to a heap of the best ``k`` (root: the worst; columns
-    arrive in ascending order, so an equal score never beats an entry). Returns the size."""
+    """Offer (score ``x``, tie key ``j``) to a heap of the best ``k``: higher scores first,
+    equal scores by ascending key (the root is the worst entry). Returns the heap's size."""
     if hn < k:
         a = hn
         hn += 1
@@ -178,7 +178,7 @@ def _heap_push(x: float, j: int, k: int, hn: int, hs: np.ndarray, hc: np.ndarray
         hs[a] = x
         hc[a] = j
         return hn
-    if not x > hs[0]:
+    if not (x > hs[0] or (x == hs[0] and j < hc[0])):
         return hn
     a = 0
     while True:  # sift down from the root
@@ -200,13 +200,21 @@ def _heap_push(x: float, j: int, k: int, hn: int, hs: np.ndarray, hc: np.ndarray
 
 @njit(cache=True, nogil=True)
 def _heap_range(
-    row: np.ndarray, start: int, stop: int, k: int, hn: int, hs: np.ndarray, hc: np.ndarray
+    row: np.ndarray,
+    start: int,
+    stop: int,
+    sel_key: np.ndarray,
+    k: int,
+    hn: int,
+    hs: np.ndarray,
+    hc: np.ndarray,
 ) -> int:
-    """Offer columns ``start .. stop - 1`` to the top-``k`` heap; returns its size."""
+    """Offer columns ``start .. stop - 1`` (tie keys ``sel_key``) to the top-``k`` heap;
+    returns its size."""
     for j in range(start, stop):
         x = row[j]
-        if hn < k or x > hs[0]:
-            hn = _heap_push(x, j, k, hn, hs, hc)
+        if hn < k or x >= hs[0]:
+            hn = _heap_push(x, sel_key[j], k, hn, hs, hc)
     return hn
 
 
@@ -228,6 +236,8 @@ def _scan_chunk(
     want_first: bool,
     want_trec: bool,
     k_top: int,
+    sel_key: np.ndarray,
+    key_col: np.ndarray,
     t_score: np.ndarray,
     above: np.ndarray,
     tied: np.ndarray,
@@ -242,8 +252,10 @@ def _scan_chunk(
     ``b_user[b]``, whose truth rows are ``t_off[u] .. t_off[u + 1]`` (``t_col``: their score
     column or -1; ``t_cand``: whether they are candidates), excluded columns
     ``ex_col[ex_off[u] : ex_off[u + 1]]`` and, when ``per_user``, candidate columns
-    ``pc_col[pc_off[u] : pc_off[u + 1]]`` (both sorted ascending). Outputs are indexed by
-    truth row (``t_score`` .. ``trec_before``) and by truth user (``n_cand``, ``top_*``)."""
+    ``pc_col[pc_off[u] : pc_off[u + 1]]`` (both sorted ascending). The top ``k_top`` break
+    equal scores by ascending ``sel_key`` (a distinct key per column; ``key_col`` maps a key
+    back to its column). Outputs are indexed by truth row (``t_score`` .. ``trec_before``) and
+    by truth user (``n_cand``, ``top_*``)."""
     n_rows = scores.shape[0]
     n_cols = scores.shape[1]
     lo_b = min(ch * step, n_rows)
@@ -312,8 +324,8 @@ def _scan_chunk(
                 for p in range(plo, phi):
                     j = pc_col[p]
                     x = row[j]
-                    if hn < k_top or x > hs[0]:
-                        hn = _heap_push(x, j, k_top, hn, hs, hc)
+                    if hn < k_top or x >= hs[0]:
+                        hn = _heap_push(x, sel_key[j], k_top, hn, hs, hc)
         else:
             e = elo
             start = 0
@@ -324,7 +336,7 @@ def _scan_chunk(
                     if d > 0:
                         _count_range(row, start, stop, vals, d, cnt_gt, cnt_eq)
                     if k_top > 0:
-                        hn = _heap_range(row, start, stop, k_top, hn, hs, hc)
+                        hn = _heap_range(row, start, stop, sel_key, k_top, hn, hs, hc)
                 start = max(start, stop + 1)
                 e += 1
         n_cand[u] = count
@@ -352,7 +364,7 @@ def _scan_chunk(
         top_n[u] = hn
         for last in range(hn - 1, -1, -1):
             top_score[u, last] = hs[0]
-            top_col[u, last] = hc[0]
+            top_col[u, last] = key_col[hc[0]]
             x = hs[last]
             j = hc[last]
             size = last
@@ -576,14 +588,17 @@ def scan_block(
     n_chunks: int,
 ) -> None:
     """Run :func:`_scan_chunk` over one block. ``layout``: ``t_off, t_col, t_cand, ex_off,
-    ex_col, pc_off, pc_col, per_user, tie_key``; ``outputs``: ``t_score, above, tied,
-    first_before, trec_before, n_cand, top_col, top_score, top_n`` (filled in place)."""
-    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key = layout
+    ex_col, pc_off, pc_col, per_user, tie_key, sel_key, key_col``; ``outputs``: ``t_score,
+    above, tied, first_before, trec_before, n_cand, top_col, top_score, top_n`` (filled in
+    place)."""
+    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key = layout[:9]
+    sel_key, key_col = layout[9:]
     step = (scores.shape[0] + n_chunks - 1) // n_chunks
     run_chunks(
         _scan_chunk, n_chunks, step, frozen(scores), frozen(b_user), frozen(t_off),
         frozen(t_col), frozen(t_cand), frozen(ex_off), frozen(ex_col), frozen(pc_off),
-        frozen(pc_col), bool(per_user), frozen(tie_key), want_first, want_trec, k_top, *outputs,
+        frozen(pc_col), bool(per_user), frozen(tie_key), want_first, want_trec, k_top,
+        frozen(sel_key), frozen(key_col), *outputs,
     )  # fmt: skip
 
 

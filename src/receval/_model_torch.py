@@ -45,7 +45,8 @@ def scan_block_torch(
 ) -> None:
     """Fill ``outputs`` (as :func:`receval._model_kernels.scan_block`) for one block of
     ``scores`` (a torch tensor, users x scored columns; it is overwritten)."""
-    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key = layout
+    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key = layout[:9]
+    key_col = layout[10]  # the columns in tie-key order (the top K's order of equal scores)
     t_score, above, tied, first_before, trec_before, n_cand, top_col, top_score, top_n = outputs
     dev = scores.device
     n_rows, n_cols = scores.shape
@@ -106,9 +107,13 @@ def scan_block_torch(
             _tie_order(masked, c_rows, c_brow, c_cols, got_tied, tie_key, want_first, want_trec,
                        first_before, trec_before)  # fmt: skip
 
-    # each user's top K, equal scores in column order
+    # each user's top K, equal scores in tie-key order (columns permuted into that order)
     if k_top > 0:
         k = min(k_top, n_cols)
+        in_order = bool((key_col == np.arange(n_cols)).all())
+        perm = None if in_order else _dev(key_col, dev)
+        if perm is not None:
+            masked = masked[:, perm]
         kth = torch.topk(masked, k, dim=1).values[:, k - 1 : k]
         above_kth = masked > kth
         at_kth = masked == kth
@@ -117,7 +122,8 @@ def scan_block_torch(
         idx = take.nonzero()[:, 1].reshape(n_rows, k)  # row-major: columns ascending
         vals = masked.gather(1, idx)
         order = torch.sort(vals, dim=1, descending=True, stable=True).indices
-        top_col[users, :k] = idx.gather(1, order).cpu().numpy()
+        idx = idx.gather(1, order)
+        top_col[users, :k] = (idx if perm is None else perm[idx]).cpu().numpy()
         top_score[users, :k] = vals.gather(1, order).double().cpu().numpy()
         top_n[users] = np.minimum(counts, k)
 
@@ -139,7 +145,7 @@ def _tie_order(
     dev = masked.device
     tied_rows = np.flatnonzero(n_tied > 1)
     columns = torch.arange(masked.shape[1], device=dev)
-    keys = torch.as_tensor(tie_key, device=dev) if want_trec else None
+    keys = torch.as_tensor(np.array(tie_key), device=dev) if want_trec else None
     for lo in range(0, tied_rows.size, _TIED_BATCH):
         sel = tied_rows[lo : lo + _TIED_BATCH]
         rows = masked[_dev(c_brow[sel], dev)]
