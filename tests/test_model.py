@@ -1179,3 +1179,37 @@ def test_beyond_metrics_equal_evaluate_on_the_full_table(ties: str, string_ids: 
             **kwargs,
         )  # fmt: skip
         assert_same_result(on_torch, want)
+
+
+def test_recs_in_train_counts_the_train_pairs_the_model_may_recommend() -> None:
+    """With train= and a model, counts.recs_in_train is the number of train (user, item) pairs
+    of scored truth users that are candidates (brute force), with a warning; exclude=train
+    makes it 0."""
+    case = make_case(31, kind="int_f64", string_ids=True, exclude=False)
+    rng = np.random.default_rng(31)
+    pairs = {
+        (case.user_ids[int(rng.integers(len(case.user_ids)))],
+         case.item_ids[int(rng.integers(len(case.item_ids)))])
+        for _ in range(40)
+    }  # fmt: skip
+    pairs |= {(case.user_ids[0], "i_nowhere"), ("nobody_at_all", case.item_ids[0])}
+    train = rows_frame([(u, i, 1) for u, i in sorted(pairs, key=str)], case.id_dtype)
+    truth_pairs = {(u, i) for u, i, _ in case.truth}
+    scored = set(case.known_truth_users())
+    want = sum(
+        1 for u, i in pairs if u in scored and i in set(case.item_ids) and (u, i) not in truth_pairs
+    )
+    truth_frame = case.truth_frame()
+    with pytest.warns(UserWarning, match="candidates of the model"), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*not in the model's user_ids")
+        got = receval.evaluate(
+            truth_frame, case.model(), ["ndcg@3"], train=train.join(
+                truth_frame.select("user", "item"), on=["user", "item"], how="anti"
+            ),
+        )  # fmt: skip
+    assert want > 0
+    assert got.counts.recs_in_train == want
+    clean = train.join(truth_frame.select("user", "item"), on=["user", "item"], how="anti")
+    res = quiet(receval.evaluate, truth_frame, case.model(), ["ndcg@3"], train=clean,
+                exclude=clean)  # fmt: skip
+    assert res.counts.recs_in_train == 0

@@ -20,10 +20,12 @@ table itself. docs/model.md describes the semantics; in short:
 from __future__ import annotations
 
 import re
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_args
 
 import numba
@@ -49,6 +51,7 @@ from ._evaluate import (
     warn_unused_relevance,
 )
 from ._io import Inputs, check_exists
+from ._kernels import frozen
 from ._layout import (
     IdType,
     Role,
@@ -518,7 +521,9 @@ _KEY = np.int64(2**32)  # (user, column) pairs as one int64: user * _KEY + colum
 
 def _csr(users: np.ndarray, cols: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and sorted, distinct columns per user of (user, column) pairs (both >= 0)."""
-    key = np.unique(users * _KEY + cols)
+    key = np.sort(users * _KEY + cols)  # a sort, then drop repeats (np.unique hashes: slower)
+    if key.size:
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
     users, cols = key // _KEY, key % _KEY
     offsets = np.zeros(n_users + 1, dtype=np.int64)
     np.cumsum(np.bincount(users, minlength=n_users), out=offsets[1:])
@@ -726,6 +731,10 @@ def _scan(
     outputs = (out.t_score, out.above, out.tied, out.first_before, out.trec_before, out.n_cand,
                out.top_col, out.top_score, out.top_n)  # fmt: skip
     with _progress_bar(progress, int(scored.size), "scoring") as advance:
+        if isinstance(scorer.model, FactorModel) and not scorer.model.uses_torch:
+            _scan_factors(scorer, scored, model_row, layout, want_first, want_trec, k_top,
+                          outputs, block_bytes, keys, advance)  # fmt: skip
+            return out
         for start in range(0, scored.size, block):
             users = scored[start : start + block]
             scores = scorer.block(model_row[users], keys.gather(users))
@@ -741,6 +750,82 @@ def _scan(
             del scores
             advance(int(users.size))
     return out
+
+
+_CACHE_BYTES = 8 << 20  # a worker's block of scores: small enough to stay in cache
+
+
+def _scan_factors(
+    scorer: _Scorer,
+    scored: np.ndarray,
+    model_row: np.ndarray,
+    layout: tuple[Any, ...],
+    want_first: bool,
+    want_trec: bool,
+    k_top: int,
+    outputs: tuple[np.ndarray, ...],
+    block_bytes: int,
+    keys: pl.Series,
+    advance: Callable[[int], None],
+) -> None:
+    """The scan of NumPy factors: each worker thread scores a small block of users with a
+    single-threaded BLAS product into its own buffer and scans it at once, while it is still
+    in cache (as many workers as Numba threads; a product and a scan both release the GIL)."""
+    from threadpoolctl import threadpool_limits
+
+    model = scorer.model
+    assert isinstance(model, FactorModel)
+    users_f, items_t = model.user_factors, scorer.items_t
+    n_cols = scorer.catalog.n_cols
+    workers = max(1, min(numba.get_num_threads(), scored.size))
+    per_row = max(n_cols * scorer.itemsize, 1)
+    rows = int(max(1, min(block_bytes // (workers * per_row), _CACHE_BYTES // per_row)))
+    rows = min(rows, max(1, -(-scored.size // workers)))
+    starts = iter(range(0, scored.size, rows))
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    views = [frozen(a) if isinstance(a, np.ndarray) else a for a in layout]
+    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key, sel_key, key_col = (
+        views
+    )
+
+    def work() -> None:
+        buf = np.empty((rows, n_cols), dtype=items_t.dtype)
+        while not failed:
+            with lock:
+                start = next(starts, None)
+            if start is None:
+                return
+            users = scored[start : start + rows]
+            block = buf[: users.shape[0]]
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                    np.matmul(users_f[model_row[users]], items_t, out=block)
+                if scorer.check_finite and not np.isfinite(block).all():
+                    _check_scores(block, keys.gather(users), "the factors' products",
+                                  scorer.col_ids)  # fmt: skip
+                MK.scan_rows(
+                    block, users, t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col,
+                    bool(per_user), tie_key, want_first, want_trec, k_top, sel_key, key_col,
+                    outputs,
+                )  # fmt: skip
+            except BaseException as exc:
+                failed.append(exc)
+                return
+            with lock:
+                advance(int(users.shape[0]))
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if workers == 1:
+            work()
+        else:
+            with ThreadPoolExecutor(workers - 1, thread_name_prefix="receval-score") as pool:
+                futures = [pool.submit(work) for _ in range(workers - 1)]
+                work()
+                for f in futures:
+                    f.result()
+    if failed:
+        raise failed[0]
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -775,7 +860,7 @@ def _read_unified(
     items: pl.Series,
 ) -> pl.DataFrame | None:
     """``exclude`` or per-user ``candidates`` read (:func:`_read_pairs`), their ids typed as
-    ``users`` and ``items``; distinct rows; None when absent or empty."""
+    ``users`` and ``items`` (repeated rows kept: harmless); None when absent or empty."""
     if data is None:
         return None
     pairs = _read_pairs(data, role, inputs, kinds)
@@ -784,7 +869,7 @@ def _read_unified(
     user_col, item_col = inputs.user_col, inputs.item_col
     pu, _ = _unify(pairs[user_col], users, "user", role)
     pi, _ = _unify(pairs[item_col], items, "item", role)
-    frame = pl.DataFrame({user_col: pu, item_col: pi}).unique(maintain_order=True)
+    frame = pl.DataFrame({user_col: pu, item_col: pi})  # repeated rows: harmless, kept
     if role == "candidates":
         missing = _index_of(frame[item_col], items) < 0
         if missing.any():
@@ -898,7 +983,8 @@ def _setup(
     facts["exclude_rows_not_in_catalog"] = 0
     facts["truth_rows_excluded"] = 0
     if excluded is not None:
-        facts["exclude_rows_not_in_catalog"] = int((_index_of(excluded[item_col], items) < 0).sum())
+        outside = excluded.filter(pl.Series(_index_of(excluded[item_col], items) < 0))
+        facts["exclude_rows_not_in_catalog"] = outside.unique().height  # distinct rows
         t_frame = _drop_excluded(t_frame, excluded, excluded_truth, user_col, item_col, facts)
     if t_frame.height == 0:
         msg = "truth has no row left once the excluded (user, item) rows are left out."
@@ -1021,7 +1107,7 @@ def evaluate_model(
     rank_col: str | None,
 ) -> Any:
     """:func:`receval.evaluate` with a model in place of recs (options already checked)."""
-    from ._beyond import beyond_part, check_train
+    from ._beyond import beyond_part
     from ._pointwise import rating_part
 
     if rank_col is not None:
@@ -1084,7 +1170,7 @@ def evaluate_model(
         options=family_options,
     )  # fmt: skip
     if options.get("train") is not None:
-        prep = check_train(prep, options["train"])
+        prep = _train_candidates(prep, setup, options["train"])
     n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
     parts: list[Part] = []
     if ranking:
@@ -1106,6 +1192,50 @@ def evaluate_model(
     }  # fmt: skip
     _warn_facts(setup.facts)
     return _merge(plan, parts, prep, settings)
+
+
+def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
+    """``prep`` with train read once (for the beyond metrics) and ``counts.recs_in_train``:
+    the train (user, item) pairs of truth users that are candidates (in the catalog, not
+    excluded, and among the user's candidates), which the model may recommend; warns when
+    there are any (usually ``exclude=train`` is missing)."""
+    from ._beyond import read_train, unify_items
+
+    user_col, item_col = prep.user_col, prep.item_col
+    items = setup.catalog.ids
+    kind = pl.String if items.dtype == pl.String else pl.Int64
+    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    pairs = read_train(train, user_col, item_col, kind, id_type, inputs, unify=False)
+    assert pairs is not None
+    users_t, _ = _unify(pairs[user_col], prep.t_grp.keys, "user", "train")
+    items_t, _ = _unify(pairs[item_col], items, "item", "train")
+    known = pl.DataFrame({user_col: users_t, item_col: items_t})
+    ex, _ = _masks(prep.t_grp.keys, setup.catalog, known, None, user_col, item_col)
+    n_users = prep.t_grp.n_users
+    owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(ex[0]))
+    key = owner * _KEY + ex[1]
+    for mask in (setup.ex, setup.pc):  # not excluded, and a candidate where candidates say
+        if mask is None:
+            continue
+        listed = np.repeat(np.arange(n_users), np.diff(mask[0])) * _KEY + mask[1]
+        inside = np.isin(key, listed)
+        key = key[~inside] if mask is setup.ex else key[inside]
+    if setup.model_row.size:  # only users the model scores
+        key = key[setup.model_row[key // _KEY] >= 0]
+    rows, n_users_hit = int(key.size), int(np.unique(key // _KEY).size)
+    if rows:
+        warnings.warn(
+            f"train has {rows} (user, item) pair(s) of {n_users_hit} truth user(s) that are "
+            "candidates of the model: it may recommend items the user already has. Pass "
+            "exclude=train (CLI --exclude) to leave them out, or keep them knowingly "
+            "(result.counts.recs_in_train counts them).",
+            UserWarning,
+            stacklevel=4,
+        )
+    options = dict(prep.options)
+    with suppress(InputError):  # the beyond metrics reuse train typed as the catalog's ids
+        options["_train_pairs"] = unify_items(pairs, "train", item_col, kind)
+    return replace(prep, counts=replace(prep.counts, recs_in_train=rows), options=options)
 
 
 def _warn_facts(facts: dict[str, Any]) -> None:

@@ -36,6 +36,7 @@ from ._kernels import (
 from ._pools import run_chunks
 
 _LINEAR_MAX = 8  # up to this many distinct truth scores, one counting pass per score
+_RUN = 256  # columns whose maximum the top-K selection checks at once
 
 
 @njit(cache=True, nogil=True)
@@ -210,11 +211,28 @@ def _heap_range(
     hc: np.ndarray,
 ) -> int:
     """Offer columns ``start .. stop - 1`` (tie keys ``sel_key``) to the top-``k`` heap;
-    returns its size."""
-    for j in range(start, stop):
-        x = row[j]
-        if hn < k or x >= hs[0]:
-            hn = _heap_push(x, sel_key[j], k, hn, hs, hc)
+    returns its size.
+
+    Once the heap is full, a run of ``_RUN`` columns none of which reaches the heap's smallest
+    score is skipped after one vectorised count: for a full catalog most runs are.
+    """
+    j = start
+    while j < stop:
+        end = min(j + _RUN, stop)
+        if hn == k:
+            seg = row[j:end]  # a loop from 0 over a slice vectorises (a float max does not)
+            low = hs[0]
+            reach = 0
+            for a in range(seg.shape[0]):
+                reach += 1 if seg[a] >= low else 0
+            if reach == 0:
+                j = end
+                continue
+        for a in range(j, end):
+            x = row[a]
+            if hn < k or x >= hs[0]:
+                hn = _heap_push(x, sel_key[a], k, hn, hs, hc)
+        j = end
     return hn
 
 
@@ -600,6 +618,19 @@ def scan_block(
         frozen(pc_col), bool(per_user), frozen(tie_key), want_first, want_trec, k_top,
         frozen(sel_key), frozen(key_col), *outputs,
     )  # fmt: skip
+
+
+def scan_rows(
+    scores: np.ndarray,
+    b_user: np.ndarray,
+    *arrays: Any,
+) -> None:
+    """:func:`_scan_chunk` over every row of ``scores`` on the calling thread (its caller runs
+    several at once). ``arrays``: ``t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col,
+    per_user, tie_key, want_first, want_trec, k_top, sel_key, key_col, outputs`` (inputs
+    already read-only, as :func:`receval._kernels.frozen` makes them)."""
+    *inputs, outputs = arrays
+    _scan_chunk(0, scores.shape[0], frozen(scores), frozen(b_user), *inputs, *outputs)
 
 
 def rank_from_counts(
