@@ -159,7 +159,7 @@ def run_size(n_users: int, n_items: int, args: argparse.Namespace, device: Any) 
     table = loop_result = None
 
     # 2. receval with factors on the device: the subset first, then as many users as fit
-    model_dev = receval.FactorModel(users_dev, items_dev)
+    model_dev = receval.FactorModel(users_dev, items_dev, device=str(device))
     warm = test.filter(pl.col("user") < min(64, n_users))
     _evaluate(warm, model_dev, train.filter(pl.col("user") < 64), args.block_memory)
     sub_dev, sub_s = _timed(

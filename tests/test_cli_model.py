@@ -462,3 +462,20 @@ def test_topk_bad_input(files: dict[str, Path], extra: list[str], named: str) ->
     code, _, err = cli("topk", *(fill(a, paths) for a in extra))
     assert fill(named, paths) in one_line_error(code, err)
     assert not (folder / "out.parquet").exists()
+
+
+def test_device_option(files: dict[str, Path]) -> None:
+    """--device scores with torch on that device (the same numbers as NumPy); a device that
+    does not exist is one line, exit 2, naming it. Without torch, the option says so."""
+    base = [
+        "evaluate", "--truth", files["truth.parquet"], *model_args(files, "npy"),
+        "--exclude", files["exclude.parquet"], *metric_args(METRICS), "--format", "json",
+    ]  # fmt: skip
+    code, out, err = cli(*base)
+    assert code == 0, err
+    code, _, bad_err = cli(*base, "--device", "nowhere")
+    assert "--device" in one_line_error(code, bad_err) or "device=" in bad_err
+    pytest.importorskip("torch", reason="torch is not installed: --device cpu is not run")
+    code, on_torch, err = cli(*base, "--device", "cpu")
+    assert code == 0, err
+    assert json.loads(on_torch) == json.loads(out)

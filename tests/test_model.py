@@ -1059,7 +1059,9 @@ def test_torch_factors_equal_numpy_factors() -> None:
                 torch.tensor(V, dtype=t_dtype, device=device),
                 user_ids=case.user_ids,
                 item_ids=case.item_ids,
+                device=device,  # a CPU tensor takes the NumPy path unless a device is named
             )
+            assert torch_model.uses_torch
             for ties in ("expected", "first"):
                 kwargs = {"ties": ties, "exclude": case.exclude_frame()}
                 a = quiet(receval.evaluate, case.truth_frame(), numpy_model, metrics, **kwargs)
@@ -1103,8 +1105,10 @@ def test_torch_every_policy_and_candidates(ties: str, mode: str) -> None:
     elif mode == "per_user":
         cands = {u: list(rng.choice(case.item_ids, size=6, replace=False)) for u in case.user_ids}
     model = receval.FactorModel(
-        torch.tensor(case.U), torch.tensor(case.V), user_ids=case.user_ids, item_ids=case.item_ids
-    )
+        torch.tensor(case.U), torch.tensor(case.V), user_ids=case.user_ids,
+        item_ids=case.item_ids, device="cpu",
+    )  # fmt: skip
+    assert model.uses_torch
     numpy_model = case.model()
     kwargs = {"ties": ties, "exclude": case.exclude_frame(), "candidates": cands}
     a = quiet(receval.evaluate, case.truth_frame(), numpy_model, metrics, **kwargs)
@@ -1172,7 +1176,7 @@ def test_beyond_metrics_equal_evaluate_on_the_full_table(ties: str, string_ids: 
 
         model = receval.FactorModel(
             torch.tensor(case.U, dtype=torch.float64), torch.tensor(case.V, dtype=torch.float64),
-            user_ids=case.user_ids, item_ids=case.item_ids,
+            user_ids=case.user_ids, item_ids=case.item_ids, device="cpu",
         )  # fmt: skip
         on_torch = quiet(
             receval.evaluate, case.truth_frame(), model, metrics, exclude=case.exclude_frame(),
@@ -1213,3 +1217,25 @@ def test_recs_in_train_counts_the_train_pairs_the_model_may_recommend() -> None:
     res = quiet(receval.evaluate, truth_frame, case.model(), ["ndcg@3"], train=clean,
                 exclude=clean)  # fmt: skip
     assert res.counts.recs_in_train == 0
+
+
+def test_torch_device_option() -> None:
+    """device= names the torch device: NumPy factors are moved there; CPU tensors without a
+    device take the NumPy path (same numbers); a bad device is an InputError."""
+    torch = import_torch()
+    case = make_case(32, kind="int_f64", string_ids=True)
+    metrics = ["ndcg@3", "mrr", "gauc"]
+    want = quiet(receval.evaluate, case.truth_frame(), case.model(), metrics)
+    on_cpu = receval.FactorModel(
+        case.U, case.V, user_ids=case.user_ids, item_ids=case.item_ids, device="cpu"
+    )
+    assert on_cpu.uses_torch
+    assert_same_result(quiet(receval.evaluate, case.truth_frame(), on_cpu, metrics), want)
+    plain = receval.FactorModel(
+        torch.tensor(case.U), torch.tensor(case.V), user_ids=case.user_ids,
+        item_ids=case.item_ids,
+    )  # fmt: skip
+    assert not plain.uses_torch
+    assert_same_result(quiet(receval.evaluate, case.truth_frame(), plain, metrics), want)
+    with pytest.raises(receval.InputError, match="device='nowhere'"):
+        receval.FactorModel(case.U, case.V, device="nowhere")

@@ -16,6 +16,7 @@ __all__ = [
     "BlockMemoryOpt",
     "CandidatesOpt",
     "ColumnsOpt",
+    "DeviceOpt",
     "ExcludeOpt",
     "IdTypeOpt",
     "InputFormatOpt",
@@ -235,6 +236,13 @@ ItemIdsOpt = Annotated[
 SimilarityOpt = Annotated[
     Similarity | None,
     typer.Option(help="Score of a user and an item: dot or cosine \\[default: dot]."),
+]
+DeviceOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="torch device to score the factors on (cuda, cuda:1, cpu); needs torch "
+        '(pip install "receval[torch]") \\[default: NumPy and Numba on the CPU].'
+    ),
 ]
 ExcludeOpt = Annotated[
     Path | None,

@@ -22,8 +22,9 @@ Example ``eval.toml``::
     item = "iid"
 
 A factor model instead of ``recs`` (``receval evaluate --user-factors ...``): the keys
-``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``exclude``,
-``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and ``excluded_truth``.
+``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``device``,
+``exclude``, ``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and
+``excluded_truth``.
 ``receval topk --config`` reads those (less ``excluded_truth``) plus ``k``, ``users``,
 ``output``, ``user_col``, ``item_col`` and ``id_type``.
 
@@ -53,12 +54,12 @@ _PATHS = (
 )  # fmt: skip
 # a factor model in place of recs (receval evaluate and topk)
 _MODEL = (
-    "user_factors", "item_factors", "user_ids", "item_ids", "similarity", "exclude",
+    "user_factors", "item_factors", "user_ids", "item_ids", "similarity", "device", "exclude",
     "candidates", "block_memory",
 )  # fmt: skip
 _STRINGS = (
     "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format",
-    "id_type", "similarity", "excluded_truth",
+    "id_type", "similarity", "excluded_truth", "device",
 )  # fmt: skip
 CONFIG_KEYS = (
     "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",

@@ -183,6 +183,12 @@ class FactorModel:
         strings, distinct); default ``0 .. n-1``. The item ids are the catalog.
     similarity:
         ``"dot"`` (default) or ``"cosine"``.
+    device:
+        The torch device to score on (``"cuda"``, ``"cuda:1"``, ``"cpu"``, ...): the factors
+        are moved there and torch computes the products, the masks, the counts and the top K
+        on it (``pip install "receval[torch]"``). Default: tensors on a GPU are scored on
+        their device; NumPy arrays and tensors in CPU memory take the NumPy path (BLAS and
+        Numba threads; a CPU tensor is read without a copy), the faster one on a CPU.
 
     Examples
     --------
@@ -211,14 +217,15 @@ class FactorModel:
         user_ids: Any = None,
         item_ids: Any = None,
         similarity: Similarity = "dot",
+        device: str | None = None,
     ) -> None:
         if similarity not in get_args(Similarity):
             msg = (
                 f"similarity must be one of {', '.join(get_args(Similarity))}; got {similarity!r}."
             )
             raise InputError(msg)
-        users = _factor_matrix(user_factors, "user_factors")
-        items = _factor_matrix(item_factors, "item_factors")
+        users = _on_device(_factor_matrix(user_factors, "user_factors"), device)
+        items = _on_device(_factor_matrix(item_factors, "item_factors"), device)
         if _is_torch(users) != _is_torch(items):
             msg = (
                 "user_factors and item_factors must both be NumPy arrays or both torch tensors; "
@@ -264,6 +271,32 @@ class FactorModel:
             f"dtype={str(self.item_factors.dtype).replace('torch.', '')}, "
             f"similarity={self.similarity!r})"
         )
+
+
+def _on_device(factors: Any, device: str | None) -> Any:
+    """``factors`` where they are scored: a torch tensor on ``device``; without a device, a
+    tensor in CPU memory as a NumPy array (no copy), anything else as it is."""
+    if device is None:
+        if _is_torch(factors) and factors.device.type == "cpu":
+            return factors.numpy()
+        return factors
+    if not isinstance(device, str):
+        msg = f"device must be a torch device name such as 'cuda' or 'cpu'; got {device!r}."
+        raise InputError(msg)
+    try:
+        import torch
+    except ImportError:
+        msg = (
+            f"device={device!r} scores with torch, which is not installed: "
+            'pip install "receval[torch]" (or leave device out: NumPy scores on the CPU).'
+        )
+        raise InputError(msg) from None
+    try:
+        tensor = factors if _is_torch(factors) else torch.from_numpy(factors)
+        return tensor.to(torch.device(device))
+    except (RuntimeError, AssertionError) as exc:
+        msg = f"device={device!r} is not a torch device that can be used here ({exc})."
+        raise InputError(msg) from None
 
 
 def _normalised(factors: Any, name: str) -> Any:

@@ -402,7 +402,7 @@ def _check_distinct(ids: np.ndarray, where: str) -> None:
 def factor_model(settings: dict[str, Any]) -> Any:
     """The :class:`receval.FactorModel` of the command line's settings (config keys), whose
     model keys (``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``,
-    ``similarity``) it pops; ``user_col``, ``item_col`` and ``id_type`` it reads."""
+    ``similarity``, ``device``) it pops; ``user_col``, ``item_col`` and ``id_type`` it reads."""
     from ._model import FactorModel
 
     kinds = check_id_type(settings.get("id_type", "auto"))
@@ -429,7 +429,7 @@ def factor_model(settings: dict[str, Any]) -> Any:
         raise InputError(msg)
     return FactorModel(
         matrices[0], matrices[1], user_ids=id_arrays[0], item_ids=id_arrays[1],
-        similarity=similarity,
+        similarity=similarity, device=settings.pop("device", None),
     )  # fmt: skip
 
 

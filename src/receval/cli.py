@@ -28,6 +28,7 @@ from ._cli_common import (
     BlockMemoryOpt,
     CandidatesOpt,
     ColumnsOpt,
+    DeviceOpt,
     ExcludeOpt,
     IdTypeOpt,
     InputFormatOpt,
@@ -171,6 +172,7 @@ def evaluate_cmd(
     user_ids: UserIdsOpt = None,
     item_ids: ItemIdsOpt = None,
     similarity: SimilarityOpt = None,
+    device: DeviceOpt = None,
     exclude: ExcludeOpt = None,
     candidates: CandidatesOpt = None,
     block_memory: BlockMemoryOpt = None,
@@ -249,7 +251,7 @@ def evaluate_cmd(
         "format": fmt.value if fmt else None, "user_factors": user_factors,
         "item_factors": item_factors, "user_ids": user_ids, "item_ids": item_ids,
         "similarity": similarity.value if similarity else None, "exclude": exclude,
-        "candidates": candidates, "block_memory": block_memory,
+        "candidates": candidates, "block_memory": block_memory, "device": device,
         "excluded_truth": excluded_truth.value if excluded_truth else None,
     }  # fmt: skip
     flags.update(
@@ -307,7 +309,8 @@ def evaluate_cmd(
 
 _MODEL_FLAGS = {
     "user_factors": "--user-factors", "item_factors": "--item-factors", "user_ids": "--user-ids",
-    "item_ids": "--item-ids", "similarity": "--similarity", "exclude": "--exclude",
+    "item_ids": "--item-ids", "similarity": "--similarity", "device": "--device",
+    "exclude": "--exclude",
     "candidates": "--candidates", "block_memory": "--block-memory",
     "excluded_truth": "--excluded-truth",
 }  # fmt: skip
@@ -395,6 +398,7 @@ def topk_cmd(
     user_ids: UserIdsOpt = None,
     item_ids: ItemIdsOpt = None,
     similarity: SimilarityOpt = None,
+    device: DeviceOpt = None,
     users: Annotated[
         Path | None,
         typer.Option(
@@ -430,7 +434,7 @@ def topk_cmd(
         "user_ids": user_ids, "item_ids": item_ids,
         "similarity": similarity.value if similarity else None, "users": users,
         "exclude": exclude, "candidates": candidates, "block_memory": block_memory,
-        "user_col": user_col, "item_col": item_col, "id_type": id_type,
+        "user_col": user_col, "item_col": item_col, "id_type": id_type, "device": device,
     }  # fmt: skip
     try:
         settings: dict[str, Any] = load_config(config, TOPK_KEYS) if config is not None else {}
