@@ -1073,6 +1073,28 @@ def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
     return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
 
 
+def _marker_rows(
+    scan: _Scan, setup: _Setup, keys: pl.Series, user_col: str, item_col: str
+) -> pl.DataFrame:
+    """One (user, item, score 0) row per user with candidates, the item its first candidate:
+    the recommendations table of the layout when no metric reads the lists (the ranking
+    metrics and gauc come from the counts)."""
+    users = np.flatnonzero(scan.n_cand > 0)
+    n_users = keys.len()
+    if setup.pc is not None:  # the first listed candidate
+        col = setup.pc[1][setup.pc[0][users]]
+    else:  # the first column not excluded: the excluded columns 0, 1, ... at the list's head
+        off, cols = setup.ex
+        owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(off))
+        at_head = cols == np.arange(cols.size, dtype=np.int64) - off[owner]
+        col = np.bincount(owner[at_head], minlength=n_users).astype(np.int64)[users]
+    catalog = setup.catalog
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    return pl.DataFrame(
+        {user_col: keys.gather(users), item_col: ids.gather(col), "score": np.zeros(users.size)}
+    )
+
+
 def _top_table(
     scan: _Scan, keys: pl.Series, catalog: _Catalog, user_col: str, item_col: str
 ) -> pl.DataFrame:
@@ -1185,11 +1207,14 @@ def evaluate_model(
         _Scorer(model, setup.catalog, t_grp.keys), setup.model_row, t_grp.offsets, setup.t_col,
         setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
         want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
-        k_top=max(k_beyond, 1), block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
+        k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
     )  # fmt: skip
 
-    lists = _top_table(scan, t_grp.keys, setup.catalog, user_col, item_col).drop("rank")
+    if k_beyond:
+        lists = _top_table(scan, t_grp.keys, setup.catalog, user_col, item_col).drop("rank")
+    else:  # no list is read: one row per user with candidates marks who has recommendations
+        lists = _marker_rows(scan, setup, t_grp.keys, user_col, item_col)
     r_grp = group_by_user(lists, user_col)
     u2r = _match_users(t_grp.keys, r_grp.keys)
     family_options = {**options, "has_relevance": has_relevance, "id_type": kinds,
