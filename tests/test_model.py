@@ -1239,3 +1239,23 @@ def test_torch_device_option() -> None:
     assert_same_result(quiet(receval.evaluate, case.truth_frame(), plain, metrics), want)
     with pytest.raises(receval.InputError, match="device='nowhere'"):
         receval.FactorModel(case.U, case.V, device="nowhere")
+
+
+def test_compare_takes_models_and_their_masks() -> None:
+    """receval.compare evaluates model sources with exclude / candidates like evaluate, and the
+    report's provenance names the models and the exclude input."""
+    case = make_case(33, kind="float64", string_ids=True, n_users=20, n_items=30)
+    other = receval.FactorModel(
+        case.U + 0.5, case.V, user_ids=case.user_ids, item_ids=case.item_ids
+    )
+    metrics = ["ndcg@5", "mrr", "gauc"]
+    runs = {"a": case.model(), "b": other}
+    cmp = quiet(receval.compare, case.truth_frame(), runs, metrics, exclude=case.exclude_frame())
+    for name, run in runs.items():
+        alone = quiet(
+            receval.evaluate, case.truth_frame(), run, metrics, exclude=case.exclude_frame()
+        )
+        assert cmp.results[name].means == alone.means
+    text = cmp.to_markdown()
+    assert "FactorModel(users=20, items=30" in text
+    assert "- exclude: polars DataFrame" in text

@@ -310,3 +310,17 @@ def test_beyond_metric_without_cutoff_from_a_model(name: str) -> None:
 def test_beyond_metric_with_cutoff_is_fine() -> None:
     res = receval.evaluate(TRUTH, model(), ["coverage@2", "ndcg@2"])
     assert 0.0 <= res["coverage@2"] <= 1.0
+
+
+def test_spark_engine_refuses_a_model() -> None:
+    """A model source runs on the local engine; engine='spark' says so (no Spark started)."""
+    with pytest.raises(receval.InputError, match="local engine"):
+        receval.evaluate(TRUTH, model(), "ndcg@2", engine="spark")
+
+
+def test_exclude_and_candidates_need_a_model() -> None:
+    recs = {0: {0: 0.5, 1: 0.2}}
+    with pytest.raises(receval.InputError, match="apply to a model source"):
+        receval.evaluate(TRUTH, recs, "ndcg@2", exclude={0: [1]})
+    with pytest.raises(receval.InputError, match="apply to a model source"):
+        receval.evaluate(TRUTH, recs, "ndcg@2", candidates=[0, 1])
