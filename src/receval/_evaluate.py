@@ -517,7 +517,8 @@ def check_inputs(
 
 
 def _match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
-    """For each truth user, the index of its recs group, or -1."""
+    """For each truth user, the index of its recs group, or -1 (for any ids: each value of
+    ``t_keys``, its position in the distinct ``r_keys``)."""
     left = pl.DataFrame({"k": t_keys})
     right = pl.DataFrame({"k": r_keys, "g": pl.int_range(r_keys.len(), dtype=pl.Int64, eager=True)})
     joined = left.join(right, on="k", how="left", maintain_order="left")

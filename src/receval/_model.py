@@ -438,14 +438,6 @@ def _unify(left: pl.Series, right: pl.Series, what: str, side: str) -> tuple[pl.
     raise InputError(msg)
 
 
-def _index_of(values: pl.Series, ids: pl.Series) -> np.ndarray:
-    """For each value, its position in ``ids`` (distinct), or -1."""
-    left = pl.DataFrame({"k": values})
-    right = pl.DataFrame({"k": ids, "i": pl.int_range(ids.len(), dtype=pl.Int64, eager=True)})
-    joined = left.join(right, on="k", how="left", maintain_order="left")
-    return np.ascontiguousarray(joined["i"].fill_null(-1).to_numpy(), dtype=np.int64)
-
-
 def _read_pairs(
     data: Any, role: Literal["exclude", "candidates"], inputs: Inputs, kinds: dict[str, IdType]
 ) -> pl.DataFrame | None:
@@ -525,7 +517,7 @@ def _catalog(
     if subset.dtype.is_integer():
         subset = subset.cast(pl.Int64)
     subset, ids2 = _unify(subset, ids, "item", "candidates")
-    at = _index_of(subset, ids2)
+    at = _match_users(subset, ids2)
     missing = int((at < 0).sum())
     if missing:
         shown = subset.filter(pl.Series(at < 0)).head(5).to_list()
@@ -904,7 +896,7 @@ def _read_unified(
     pi, _ = _unify(pairs[item_col], items, "item", role)
     frame = pl.DataFrame({user_col: pu, item_col: pi})  # repeated rows: harmless, kept
     if role == "candidates":
-        missing = _index_of(frame[item_col], items) < 0
+        missing = _match_users(frame[item_col], items) < 0
         if missing.any():
             msg = (
                 f"candidates has {int(missing.sum())} row(s) whose item is not in the model's "
@@ -967,8 +959,8 @@ def _masks(
     n_users = keys.len()
 
     def pairs_of(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-        u = _index_of(frame[user_col], keys)
-        c = _index_of(frame[item_col], catalog.ids)
+        u = _match_users(frame[user_col], keys)
+        c = _match_users(frame[item_col], catalog.ids)
         c = np.where(c >= 0, catalog.col_of[np.maximum(c, 0)], -1)
         ok = (u >= 0) & (c >= 0)
         return u[ok], c[ok]
@@ -1016,7 +1008,7 @@ def _setup(
     facts["exclude_rows_not_in_catalog"] = 0
     facts["truth_rows_excluded"] = 0
     if excluded is not None:
-        outside = excluded.filter(pl.Series(_index_of(excluded[item_col], items) < 0))
+        outside = excluded.filter(pl.Series(_match_users(excluded[item_col], items) < 0))
         facts["exclude_rows_not_in_catalog"] = outside.unique().height  # distinct rows
         t_frame = _drop_excluded(t_frame, excluded, excluded_truth, user_col, item_col, facts)
     if t_frame.height == 0:
@@ -1026,10 +1018,10 @@ def _setup(
     n_users = t_grp.n_users
     keys = t_grp.keys
     if model_users is not None:
-        model_row = _index_of(keys, model_users)
+        model_row = _match_users(keys, model_users)
     else:
         model_row = np.arange(n_users, dtype=np.int64)
-    cat_idx = _index_of(t_grp.frame[item_col], items)
+    cat_idx = _match_users(t_grp.frame[item_col], items)
     t_col = np.where(cat_idx >= 0, catalog.col_of[np.maximum(cat_idx, 0)], -1)
     t_col = np.ascontiguousarray(t_col, dtype=np.int64)
     per_user = _read_unified(
@@ -1487,7 +1479,7 @@ def topk(
         if kinds["user"] == "str" and model_users.dtype != pl.String:
             model_users = model_users.cast(pl.String)
         keys, model_users = _unify(keys, model_users, "user", "users")
-        model_row = _index_of(keys, model_users)
+        model_row = _match_users(keys, model_users)
         unknown = model_row < 0
         if unknown.any():
             shown = keys.filter(pl.Series(unknown)).head(5).to_list()
