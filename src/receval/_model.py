@@ -559,12 +559,13 @@ def _csr(users: np.ndarray, cols: np.ndarray, n_users: int) -> tuple[np.ndarray,
 
 
 class _Scorer:
-    """Scores of blocks of users over the scored columns, as C-contiguous NumPy arrays."""
+    """A model's scores over the scored columns (the catalog, or its global candidates), and
+    what their scan needs to know: the item side, the score size, whether to check for
+    overflow."""
 
-    def __init__(self, model: Model, catalog: _Catalog, user_ids: pl.Series) -> None:
+    def __init__(self, model: Model, catalog: _Catalog) -> None:
         self.model = model
         self.catalog = catalog
-        self.user_ids = user_ids
         self.check_finite = True
         self.col_ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
         if isinstance(model, FactorModel):
@@ -596,26 +597,21 @@ class _Scorer:
         else:
             self.itemsize = 8
 
-    def block(self, rows: np.ndarray, users: pl.Series) -> np.ndarray:
-        """Scores of the users at model ``rows`` (FactorModel) / with ids ``users``."""
+    def block(self, rows: np.ndarray, users: pl.Series) -> Any:
+        """Scores of the users at model ``rows`` (a FactorModel on a torch device: a tensor
+        there) or with ids ``users`` (a ScoreModel: a NumPy array). NumPy factors are scored
+        by :func:`_scan_factors`."""
         model = self.model
-        if isinstance(model, FactorModel):
-            if model.uses_torch:  # stays on the device: _model_torch scans it there
-                import torch
+        if isinstance(model, FactorModel):  # stays on the device: _model_torch scans it there
+            import torch
 
-                with torch.no_grad():
-                    idx = _torch_index(rows, model.user_factors.device)
-                    scores_t = model.user_factors[idx] @ self.items_t
-                    if self.check_finite and not bool(torch.isfinite(scores_t).all()):
-                        bad = scores_t.cpu().numpy()
-                        _check_scores(bad, users, "the factors' products", self.col_ids)
-                return scores_t  # type: ignore[no-any-return]
-            else:
-                with np.errstate(over="ignore", invalid="ignore"):  # checked just below
-                    scores = model.user_factors[rows] @ self.items_t
-            if self.check_finite:
-                _check_scores(scores, users, "the factors' products", self.col_ids)
-            return np.ascontiguousarray(scores)
+            with torch.no_grad():
+                idx = _torch_index(rows, model.user_factors.device)
+                scores_t = model.user_factors[idx] @ self.items_t
+                if self.check_finite and not bool(torch.isfinite(scores_t).all()):
+                    bad = scores_t.cpu().numpy()
+                    _check_scores(bad, users, "the factors' products", self.col_ids)
+            return scores_t
         batch = users.to_numpy()
         if batch.dtype == np.object_ or users.dtype == pl.String:
             batch = np.array(users.to_list(), dtype=object)
@@ -808,7 +804,7 @@ def _scan_factors(
     rows = min(rows, max(1, -(-scored.size // workers)))
     starts = iter(range(0, scored.size, rows))
     lock = threading.Lock()
-    failed: list[BaseException] = []
+    failed: list[tuple[int, BaseException]] = []  # (block start, error)
     views = [frozen(a) if isinstance(a, np.ndarray) else a for a in layout]
     t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key, sel_key, key_col = (
         views
@@ -835,7 +831,7 @@ def _scan_factors(
                     outputs,
                 )  # fmt: skip
             except BaseException as exc:
-                failed.append(exc)
+                failed.append((start, exc))
                 return
             with lock:
                 advance(int(users.shape[0]))
@@ -849,8 +845,10 @@ def _scan_factors(
                 work()
                 for f in futures:
                     f.result()
-    if failed:
-        raise failed[0]
+    if failed:  # blocks are handed out in order and a worker finishes the one it holds, so
+        # every block before a failed one was scanned: the first failure is the same as a
+        # one-thread run would raise, whichever thread saw it first
+        raise min(failed, key=lambda f: f[0])[1]
 
 
 # ---------------------------------------------------------------------------------- driver
@@ -1196,7 +1194,7 @@ def evaluate_model(
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     policy = _POLICY[ties]
     scan = _scan(
-        _Scorer(model, setup.catalog, t_grp.keys), setup.model_row, t_grp.offsets, setup.t_col,
+        _Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
         setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
         want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
@@ -1497,7 +1495,7 @@ def topk(
     t_off = np.zeros(n_users + 1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     scan = _scan(
-        _Scorer(model, catalog, keys), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
+        _Scorer(model, catalog), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
         pc, none, want_first=False, want_trec=False, k_top=int(k), block_bytes=block_bytes,
         keys=keys, progress=progress,
     )  # fmt: skip
