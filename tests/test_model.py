@@ -497,6 +497,15 @@ def test_random_float_factors(kind: str, ties: str) -> None:
     run_both(case, all_ranking_metrics(30), ties=ties)
 
 
+@pytest.mark.parametrize("ties", ["expected", "first", "trec"])
+def test_catalog_longer_than_a_counting_tile(ties: str) -> None:
+    # The counts run over tiles of 4096 columns (float32 lanes): a catalog of several tiles,
+    # with integer factors (many ties across tile borders) and exclusions, is still exact.
+    # (String ids: integer ids of so large a catalog could take the "missing" id.)
+    case = make_case(6, n_users=6, n_items=9_001, d=2, string_ids=True)
+    run_both(case, ["ndcg@10", "map", "mrr", "recall@100", "precision@5", "gauc"], ties=ties)
+
+
 @pytest.mark.parametrize("no_recs", ["zero", "skip"])
 def test_unknown_truth_users_have_no_recs(no_recs: str) -> None:
     case = make_case(6, unknown_users=3)

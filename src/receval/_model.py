@@ -773,7 +773,7 @@ def _scan(
     return out
 
 
-_CACHE_BYTES = 8 << 20  # a worker's block of scores: small enough to stay in cache
+_CACHE_BYTES = 32 << 20  # a worker's block of scores: large enough for BLAS to run at full speed
 
 
 def _scan_factors(
