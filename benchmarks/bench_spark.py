@@ -190,7 +190,7 @@ def _last_line(exc: BaseException) -> str:
 def _engine_default_partitions(spark: Any, spec: dict[str, Any]) -> int:
     """The shard count the Spark engine picks without ``partitions=`` (its private rule:
     about ``ROWS_PER_SHARD`` rows a shard, at most ``spark.sql.shuffle.partitions``)."""
-    from receval import _spark
+    from receval.engines import spark as _spark
 
     truth, recs = spark.read.parquet(spec["truth"]), spark.read.parquet(spec["recs"])
     return int(_spark._default_partitions(spark, truth, recs))

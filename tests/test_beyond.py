@@ -1,5 +1,5 @@
-"""Beyond-accuracy metrics (receval._beyond) against plain brute-force versions written here,
-external oracles (scikit-learn cosine similarity, SciPy Jaccard distance and entropy) and the
+"""Beyond-accuracy metrics (receval.families.beyond) against plain brute-force versions written
+here, external oracles (scikit-learn cosine similarity, SciPy Jaccard distance and entropy) and the
 worked cases of RecBole's metric tests (tests/metrics/test_topk_metrics.py there), plus edge
 cases and bad input with the exact messages.
 

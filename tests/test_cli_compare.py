@@ -76,7 +76,7 @@ def test_compare_passes_evaluate_options(files: dict[str, Path], tmp_path: Path)
 def test_compare_table_marks_the_best_mean_in_bold(files: dict[str, Path]) -> None:
     from rich.console import Console
 
-    import receval._cli_compare as cc
+    import receval.cli.compare as cc
 
     cmp = receval.compare(
         files["truth"], {"pop": files["a"], "knn": files["b"]}, ["ndcg@10"], n_resamples=50

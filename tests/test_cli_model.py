@@ -1,5 +1,5 @@
 """The command line of a factor model: ``receval evaluate --user-factors ... --item-factors
-...`` and ``receval topk``, and the files they read (receval._model_io).
+...`` and ``receval topk``, and the files they read (receval.cli.model_io).
 
 Every command's output equals the Python API's (receval.evaluate with a receval.FactorModel,
 receval.topk) on the same arrays; every bad input is one line on stderr, exit code 2, naming
@@ -19,8 +19,8 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import receval
-from receval._model_io import load_candidates, load_factors, load_ids
 from receval.cli import app
+from receval.cli.model_io import load_candidates, load_factors, load_ids
 
 runner = CliRunner()
 

@@ -1,7 +1,7 @@
 """``receval evaluate --engine spark``: the same JSON as the local engine, and clear errors.
 
 The Spark runs share one module-scoped ``local[2]`` session (built through
-``receval._spark.session``); the command line's session is that active one. pyspark is a test
+``receval.engines.spark.session``); the command line's session is that active one. pyspark is a test
 dependency: without it the Spark tests fail, they are not skipped.
 """
 
@@ -39,7 +39,7 @@ def cli(*args: str | Path) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     # 4 shuffle partitions: Spark's default of 200 costs ~50 ms of Python worker per task
-    from receval._spark import session
+    from receval.engines.spark import session
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
@@ -108,12 +108,12 @@ def test_spark_json_equals_local(
 def test_engine_spark_without_pyspark(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # every pyspark module unimportable, and receval._spark imported afresh
+    # every pyspark module unimportable, and receval.engines.spark imported afresh
     for name in [m for m in sys.modules if m == "pyspark" or m.startswith("pyspark.")]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "pyspark", None)
-    monkeypatch.delitem(sys.modules, "receval._spark", raising=False)
-    monkeypatch.delattr(receval, "_spark", raising=False)
+    monkeypatch.delitem(sys.modules, "receval.engines.spark", raising=False)
+    monkeypatch.delattr(receval.engines, "spark", raising=False)
     code, out, err = cli(
         "evaluate", "--truth", files["truth"], "--recs", files["recs"], "-m", "ndcg@10",
         "--engine", "spark",
@@ -144,8 +144,8 @@ def test_partitions_must_be_positive(files: dict[str, Path]) -> None:
 def test_spark_master_is_handed_to_the_session(
     files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # sc:// (Spark Connect) and cluster masters reach receval._spark.session as given
-    import receval._spark
+    # sc:// (Spark Connect) and cluster masters reach receval.engines.spark.session as given
+    import receval.engines.spark
 
     seen: list[str] = []
 
@@ -153,7 +153,7 @@ def test_spark_master_is_handed_to_the_session(
         seen.append(master)
         raise receval.EngineError("no Spark in this test")
 
-    monkeypatch.setattr(receval._spark, "session", fake_session)
+    monkeypatch.setattr(receval.engines.spark, "session", fake_session)
     for given, expected in (
         (["--spark-master", "sc://host:15002"], "sc://host:15002"),
         ([], "local[*]"),

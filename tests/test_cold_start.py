@@ -13,7 +13,7 @@ import numpy as np
 from numba import njit
 from rich.console import Console
 
-from receval._compile_notice import MESSAGE, compile_notice, watch_compiles
+from receval.cli.compile_notice import MESSAGE, compile_notice, watch_compiles
 
 
 def _fresh_kernel() -> object:
@@ -52,7 +52,7 @@ def test_cache_hit_in_a_new_process_is_not_a_compilation(tmp_path: Path) -> None
     script = textwrap.dedent(
         """
         import tiny_kernel
-        from receval._compile_notice import watch_compiles
+        from receval.cli.compile_notice import watch_compiles
 
         with watch_compiles() as watch:
             assert tiny_kernel.f(1) == 2

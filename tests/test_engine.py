@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 
 import receval
-from receval import _evaluate, _layout
+from receval.data import layout as _layout
+from receval.families import ranking as _ranking
 
 METRICS = ["ndcg@10", "map@20", "mrr", "recall@5", "precision@3", "hit_rate@2", "r_precision"]
 
@@ -55,7 +56,7 @@ def test_hash_collisions_fall_back_to_exact_codes(monkeypatch: pytest.MonkeyPatc
         # every string id gets one of 3 keys: false matches and false duplicates everywhere
         return np.ascontiguousarray(series.str.len_bytes().to_numpy() % 3, dtype=np.int64)
 
-    monkeypatch.setattr(_evaluate, "item_keys", colliding)
+    monkeypatch.setattr(_ranking, "item_keys", colliding)
     got = receval.evaluate(_as_strings(truth), _as_strings(recs), METRICS)
     assert calls, "the hash-key path was not exercised"
     assert got.means == expected.means
@@ -70,7 +71,7 @@ def test_false_match_without_duplicates_is_caught(monkeypatch: pytest.MonkeyPatc
         mapping = {"a": 7, "b": 7, "c": 8}
         return np.array([mapping[x] for x in series.to_list()], dtype=np.int64)
 
-    monkeypatch.setattr(_evaluate, "item_keys", keys)
+    monkeypatch.setattr(_ranking, "item_keys", keys)
     res = receval.evaluate(truth, recs, ["hit_rate@2", "mrr"])
     assert res["hit_rate@2"] == 0.0
     assert res["mrr"] == 0.0
@@ -172,7 +173,7 @@ def test_trec_integer_ids_rank_like_their_text(offset: int) -> None:
 
 
 def test_text_order_keys_match_python_string_order() -> None:
-    from receval._kernels import TEXT_KEY_LIMIT, text_order_keys
+    from receval.kernels.ranking import TEXT_KEY_LIMIT, text_order_keys
 
     rng = np.random.default_rng(7)
     values = np.concatenate(
@@ -209,7 +210,7 @@ def test_expected_ties_are_bitwise_independent_of_row_order() -> None:
 @pytest.mark.filterwarnings("ignore:no user is evaluated by recall")
 def test_each_kernel_compiles_one_signature(tmp_path: Path) -> None:
     """Inputs of every origin reach the kernels with one type each (no recompiles)."""
-    from receval import _kernels
+    from receval.kernels import ranking as _kernels
 
     truth, recs = _data(50, seed=9)
     ranked = recs.with_columns(rank=pl.col("score").rank("ordinal", descending=True).over("user"))

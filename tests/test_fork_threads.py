@@ -1,4 +1,4 @@
-"""receval in forked processes and in Python threads (src/receval/_pools.py).
+"""receval in forked processes and in Python threads (src/receval/kernels/pools.py).
 
 A process forked after Polars' thread pool or Numba's GNU OpenMP threads started cannot use
 them: receval raises EngineError there instead of hanging. A child of a process that only
@@ -28,7 +28,7 @@ import pytest
 from numba.core.dispatcher import Dispatcher
 
 import receval
-from receval import _pools
+from receval.kernels import pools as _pools
 
 posix_only = pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX only")
 LAYERS = ["default", "workqueue"]  # the default here (omp or tbb) and the fork-safe one
@@ -205,7 +205,8 @@ def test_threads_equal_serial(tmp_path: Path, layer: str) -> None:
 
 
 def test_every_parallel_kernel_is_serialised() -> None:
-    """A new module with parallel kernels must be listed in _pools._KERNEL_MODULES."""
+    """Every parallel kernel of every module is serialised (a module that receval/__init__.py
+    does not import would be left out)."""
     found = []
     for info in pkgutil.walk_packages(receval.__path__, "receval."):
         module = importlib.import_module(info.name)

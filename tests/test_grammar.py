@@ -15,7 +15,7 @@ import pytest
 
 import receval
 from receval import MetricError, MetricSpec, parse_metric
-from receval._registry import parse_metrics
+from receval.metrics.registry import parse_metrics
 
 SPECS = {s.name: s for s in receval.list_metrics()}
 

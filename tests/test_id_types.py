@@ -337,10 +337,10 @@ def test_config_id_type(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    import receval._spark
+    import receval.engines.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval._spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
+    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
 

@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 import receval
 from receval import InputError
-from receval._io import write_frame
+from receval.data.io import write_frame
 
 METRICS = ["ndcg@2", "recall@1", "mrr", "precision@2"]
 LOG2_3 = math.log2(3)

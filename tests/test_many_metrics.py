@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 
 import receval
 from receval import InputError
-from receval._report import best_models
 from receval.cli import app
+from receval.compare.report import best_models
 from receval.datasets import make_interactions
 from receval.plot import MAX_KS
 

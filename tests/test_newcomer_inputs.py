@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 
 import receval
 from receval import InputError
-from receval._shard import evaluate_sharded
 from receval.cli import app
+from receval.engines.shard import evaluate_sharded
 
 runner = CliRunner()
 
@@ -152,7 +152,7 @@ def test_recs_in_train_only_for_truth_users() -> None:
 
 
 def test_train_read_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import receval._beyond as beyond
+    from receval.families import beyond
 
     data = make_data(0)
     path = tmp_path / "train.parquet"
@@ -567,10 +567,10 @@ def spark() -> Any:
     import os
     import sys
 
-    import receval._spark
+    import receval.engines.spark
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval._spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
+    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
 

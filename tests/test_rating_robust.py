@@ -23,7 +23,7 @@ from sklearn import metrics as skm
 import receval
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
-from receval._shard import evaluate_sharded
+from receval.engines.shard import evaluate_sharded
 from test_rating import FUNCS, SKLEARN
 from test_shard import assert_same
 

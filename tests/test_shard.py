@@ -1,4 +1,4 @@
-"""The distributed engine simulated in Python (``receval._shard.evaluate_sharded``) equals
+"""The distributed engine simulated in Python (``receval.engines.shard.evaluate_sharded``) equals
 ``receval.evaluate`` exactly, for every registered metric.
 
 ``evaluate_sharded`` splits the users into ``n_shards`` at random, evaluates each shard with the
@@ -30,7 +30,7 @@ from polars.testing import assert_frame_equal
 
 import receval
 from receval import InputError, MetricSpec
-from receval._shard import evaluate_sharded
+from receval.engines.shard import evaluate_sharded
 
 # Undefined ratios (NaN), rows without a prediction, ils without pairs: warnings, not errors.
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

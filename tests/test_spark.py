@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from typer.testing import CliRunner
 
 import receval
-import receval._spark
+import receval.engines.spark
 from receval import InputError
 from receval.cli import app
 from test_shard import DATA, assert_same, family_metrics, groups
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.fixture(scope="module")
 def spark() -> Iterator[SparkSession]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval._spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
+    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
 
@@ -289,8 +289,8 @@ def test_bad_metric_and_options_fail_before_any_job(
     def no_job(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("no Spark job may run before the request is checked")
 
-    monkeypatch.setattr(receval._spark, "check_executors", no_job)
-    monkeypatch.setattr(receval._spark, "_as_spark", no_job)
+    monkeypatch.setattr(receval.engines.spark, "check_executors", no_job)
+    monkeypatch.setattr(receval.engines.spark, "_as_spark", no_job)
     with pytest.raises(
         receval.MetricError, match=r"unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg'"
     ):
@@ -333,13 +333,13 @@ def test_duplicate_rows(spark: SparkSession, role: str) -> None:
 
 
 def test_check_executors(spark: SparkSession, tmp_path: Path, monkeypatch: Any) -> None:
-    receval._spark.check_executors(spark)  # receval itself is importable there
+    receval.engines.spark.check_executors(spark)  # receval itself is importable there
     name = "receval_only_on_the_driver"
     (tmp_path / f"{name}.py").write_text("VALUE = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))  # this process only: not the executors
     __import__(name)
     with pytest.raises(receval.EngineError, match=name):
-        receval._spark.check_executors(spark, module=name)
+        receval.engines.spark.check_executors(spark, module=name)
     assert issubclass(receval.EngineError, receval.RecevalError)
 
 
@@ -365,9 +365,9 @@ def test_engine_spark_without_pyspark(monkeypatch: Any) -> None:
     for name in [m for m in sys.modules if m.split(".")[0] == "pyspark"]:
         monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.setitem(sys.modules, "pyspark", None)
-    for name in [m for m in sys.modules if m.startswith("receval._spark")]:
+    for name in [m for m in sys.modules if m.startswith("receval.engines.spark")]:
         monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delattr(receval, "_spark", raising=False)
+    monkeypatch.delattr(receval.engines, "spark", raising=False)
     data = DATA["int"]
     with pytest.raises(receval.EngineError, match=r"receval\[spark\]"):
         receval.evaluate(data["truth"], data["recs"], ["ndcg@10"], engine="spark")

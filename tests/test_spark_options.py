@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 import receval
-import receval._spark
+import receval.engines.spark
 from receval import InputError
 from receval.cli import app
 
@@ -36,7 +36,7 @@ def no_spark_job(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("no Spark job may run before the options are checked")
 
     for name in ("session", "check_executors", "_as_spark", "_pyspark"):
-        monkeypatch.setattr(receval._spark, name, forbidden)
+        monkeypatch.setattr(receval.engines.spark, name, forbidden)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_spark_options_need_the_spark_engine(engine: str, name: str, value: Any)
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval._spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
+    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
 

@@ -19,8 +19,17 @@ Array functions in the style of scikit-learn (truth first, options keyword-only)
 
 from __future__ import annotations
 
-from . import _pools, plot
-from ._classification import (
+from receval import plot
+from receval._errors import (
+    EngineError,
+    InputError,
+    MetricError,
+    OutputError,
+    RecevalError,
+    UndefinedMetricWarning,
+)
+from receval._version import __version__
+from receval.arrays.classification import (
     ConfusionMatrix,
     GaucWeight,
     accuracy,
@@ -36,25 +45,17 @@ from ._classification import (
     recall,
     roc_curve,
 )
-from ._compare import Comparison, compare
-from ._errors import (
-    EngineError,
-    InputError,
-    MetricError,
-    OutputError,
-    RecevalError,
-    UndefinedMetricWarning,
-)
-from ._evaluate import NoRecsPolicy, TiesPolicy, evaluate
-from ._io import read_trec_qrels, read_trec_run
-from ._model import FactorModel, ScoreModel, topk
-from ._rating import mae, mse, nmae, r2, rmse
-from ._registry import Metric, MetricSpec, Param, list_metrics, parse_metric
-from ._result import Counts, Result
+from receval.arrays.rating import mae, mse, nmae, r2, rmse
+from receval.compare.comparison import Comparison, compare
+from receval.data.io import read_trec_qrels, read_trec_run
+from receval.engines.model import FactorModel, ScoreModel, topk
+from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate
+from receval.kernels import pools as _pools
+from receval.metrics.registry import Metric, MetricSpec, Param, list_metrics, parse_metric
+from receval.metrics.result import Counts, Result
 
 _pools.serialise_kernels()  # one kernel launch at a time where Numba's layer needs it
 
-__version__ = "0.3.0"
 
 __all__ = [
     "Comparison",

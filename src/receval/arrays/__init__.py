@@ -1,0 +1,1 @@
+"""The scikit-learn-style array functions: classification and rating metrics."""

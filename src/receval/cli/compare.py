@@ -1,0 +1,641 @@
+"""The ``compare``, ``report`` and ``plot`` commands of the command line.
+
+* ``receval compare --truth test.parquet --run pop=a.parquet --run knn=b.parquet -m ndcg@10``
+  prints the comparison (table, markdown, latex, json or csv) and can write it to a file;
+* ``receval report --truth ... --run ... -o report.html`` writes the self-contained HTML report;
+* ``receval plot roc|pr|metric-at-k|per-user --truth ... --recs ... -o plot.png``.
+
+``compare`` and ``report`` also read their settings from ``--config FILE`` (TOML or JSON, the
+keys of ``receval evaluate --config`` plus the comparison's, see :mod:`receval.cli.config`); a
+flag given on the command line overrides the file, and anything set by neither takes the
+default shown in ``--help``.
+
+Progress (Rich) goes to stderr; errors are printed as by the other commands (exit code 2).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from receval._errors import InputError, RecevalError
+from receval.cli.common import (
+    ColumnsOpt,
+    IdTypeOpt,
+    InputFormatOpt,
+    ItemColOpt,
+    ItemFeaturesOpt,
+    ItemsOpt,
+    NoRecsOpt,
+    RankColOpt,
+    RatingRangeOpt,
+    RelevanceColOpt,
+    ScoreColOpt,
+    ThresholdOpt,
+    TiesOpt,
+    TrainOpt,
+    UserColOpt,
+    evaluate_options,
+)
+from receval.cli.common import fail as _fail
+from receval.cli.common import out as _out
+from receval.cli.config import COMPARE_KEYS, REPORT_KEYS, load_config
+from receval.compare import plots as plot
+from receval.compare.comparison import compare
+from receval.compare.plots import MAX_KS
+from receval.compare.report import best_models, format_p, legend
+from receval.data.io import check_outputs, write_frame, write_text
+from receval.evaluation import evaluate
+
+if TYPE_CHECKING:
+    from receval.compare.comparison import Comparison
+
+__all__ = ["register_compare_commands"]
+
+_COMPARE_METRICS = ["ndcg@10", "recall@20"]
+
+
+class PairedTestOpt(StrEnum):
+    """Paired tests."""
+
+    paired_t = "paired_t"
+    wilcoxon = "wilcoxon"
+    randomization = "randomization"
+
+
+class CorrectionOpt(StrEnum):
+    """Multiple-comparison corrections."""
+
+    holm = "holm"
+    bonferroni = "bonferroni"
+    bh = "bh"
+    none = "none"
+
+
+class CiOpt(StrEnum):
+    """Bootstrap interval methods."""
+
+    bca = "bca"
+    percentile = "percentile"
+
+
+class CompareFormat(StrEnum):
+    """How ``compare`` prints."""
+
+    table = "table"
+    markdown = "markdown"
+    latex = "latex"
+    json = "json"
+    csv = "csv"
+
+
+class KindOpt(StrEnum):
+    """Per-user distribution plots."""
+
+    box = "box"
+    violin = "violin"
+
+
+# typer reads the annotations of the commands in this module's namespace
+truth_opt = typer.Option(help="Truth file: Parquet, CSV, TSV or TREC qrels.")
+config_opt = typer.Option(
+    help="TOML or JSON file of settings: evaluate's keys (truth, metrics, ties, ...), runs (a "
+    "table NAME = PATH) and the options below by their Python names (n_resamples, ...); see "
+    "docs/compare.md. Flags given here override it."
+)
+run_opt = typer.Option(
+    "--run", "-r", help="A model's recommendations as NAME=PATH; repeat for each model."
+)
+metric_opt = typer.Option(
+    "--metric", "-m", help="Metric string, repeatable \\[default: ndcg@10, recall@20]."
+)
+recs_opt = typer.Option(help="One model's recommendations (named by the file stem).")
+out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg or .pdf.")
+
+
+# the statistics options of compare and report; None (not given) leaves the config file's
+# value or the default (_DEFAULTS)
+BaselineOpt = Annotated[
+    str | None, typer.Option(help="Run tested against \\[default: the first --run].")
+]
+TestOpt = Annotated[PairedTestOpt | None, typer.Option(help="Paired test \\[default: paired_t].")]
+CorrectionArg = Annotated[
+    CorrectionOpt | None, typer.Option(help="Multiple-comparison correction \\[default: holm].")
+]
+AlphaOpt = Annotated[float | None, typer.Option(help="Significance level \\[default: 0.05].")]
+ConfidenceOpt = Annotated[
+    float | None, typer.Option(help="Interval confidence level \\[default: 0.95].")
+]
+CiArg = Annotated[CiOpt | None, typer.Option(help="Bootstrap interval method \\[default: bca].")]
+ResamplesOpt = Annotated[int | None, typer.Option(help="Bootstrap resamples \\[default: 2000].")]
+PermutationsOpt = Annotated[
+    int | None, typer.Option(help="Sign flips of the randomization test \\[default: 10000].")
+]
+SeedOpt = Annotated[
+    int | None, typer.Option(help="Seed of the bootstrap and permutations \\[default: 0].")
+]
+ProgressOpt = Annotated[bool, typer.Option(help="Progress on stderr.")]
+
+_DEFAULTS: dict[str, Any] = {
+    "metrics": _COMPARE_METRICS, "test": "paired_t", "correction": "holm", "alpha": 0.05,
+    "confidence": 0.95, "ci": "bca", "n_resamples": 2000, "n_permutations": 10_000, "seed": 0,
+}  # fmt: skip
+_COMMAND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "compare": {"format": "table"},
+    "report": {"title": "receval comparison", "curves": True},
+}
+
+
+def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
+    """``--run NAME=PATH`` (repeatable) and ``--recs PATH`` (named by the file stem)."""
+    runs: dict[str, Path] = {}
+    for spec in specs or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            msg = f"--run must be NAME=PATH (e.g. --run pop=pop.parquet); got {spec!r}."
+            raise InputError(msg)
+        if name.strip() in runs:
+            msg = f"--run names must be unique; {name.strip()!r} is given twice."
+            raise InputError(msg)
+        runs[name.strip()] = Path(path.strip())
+    if recs is not None:
+        if recs.stem in runs:
+            msg = f"--recs {str(recs)!r} is named {recs.stem!r}, which a --run already uses."
+            raise InputError(msg)
+        runs[recs.stem] = recs
+    if not runs:
+        msg = "missing --run NAME=PATH (repeat it for each model) or --recs PATH."
+        raise InputError(msg)
+    return runs
+
+
+def _check_output(
+    output: Path | None,
+    truth: Path,
+    runs: dict[str, Path],
+    options: dict[str, Any],
+    config: Path | None = None,
+) -> None:
+    """Refuse an output path that names an input file (or the config file), before any work
+    (it would be lost)."""
+    inputs: dict[str, Any] = {"--truth": truth, "--config": config}
+    inputs.update({f"--run {name}": path for name, path in runs.items()})
+    inputs.update({f"--{key}": options.get(key) for key in ("train", "items")})
+    check_outputs({"--output": output}, inputs)
+
+
+def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
+    if fmt is CompareFormat.json:
+        sys.stdout.write(cmp.to_json() + "\n")
+    elif fmt is CompareFormat.markdown:
+        sys.stdout.write(cmp.to_markdown())
+    elif fmt is CompareFormat.latex:
+        sys.stdout.write(cmp.to_latex(ci=True))
+    elif fmt is CompareFormat.csv:
+        sys.stdout.write(cmp.table.write_csv())
+    else:
+        _print_table(cmp)
+
+
+BEST = "^"  # marks the best mean per metric (also bold on a terminal): visible through a pipe
+
+
+def _print_table(cmp: Comparison) -> None:
+    """The terminal tables: means with intervals (models x metrics, or one row per model and
+    metric when that is too wide for the terminal), then the tests against the baseline
+    (adjusted p, effect size, paired users, as the Markdown report), then the legend."""
+    from rich.table import Table
+    from rich.text import Text
+
+    best = best_models(cmp)
+    cells = {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
+
+    def mean(model: str, key: str) -> Text:
+        c = cells[model, key]
+        text = Text()
+        top = model in best.get(key, ())
+        text.append("-" if c["mean"] is None else f"{c['mean']:.4f}", style="bold" if top else "")
+        text.append(BEST if top else " ")
+        return text
+
+    def interval(model: str, key: str) -> str:
+        c = cells[model, key]
+        return "" if c["ci_low"] is None else f"[{c['ci_low']:.4f}, {c['ci_high']:.4f}]"
+
+    title = f"receval compare (baseline {cmp.baseline})"
+    wide = Table(title=title, title_justify="left")
+    wide.add_column("model")
+    for key in cmp.metrics:
+        wide.add_column(key, justify="right")
+    for model in cmp.models:
+        row = []
+        for key in cmp.metrics:
+            text = mean(model, key)
+            if interval(model, key):
+                text.append(" " + interval(model, key))
+            if cells[model, key]["significant"]:
+                text.append(" *")
+            row.append(text)
+        wide.add_row(Text(model), *row)
+    natural = _out.measure(wide, options=_out.options.update_width(100_000)).maximum
+    if natural <= _out.width:
+        _out.print(wide)
+    else:  # one row per (model, metric): fits 80 columns whatever the number of metrics
+        long = Table(title=title, title_justify="left")
+        for name in ("model", "metric"):
+            long.add_column(name, overflow="fold")
+        long.add_column("mean", justify="right", no_wrap=True)
+        long.add_column("interval", justify="right", no_wrap=True)
+        for model in cmp.models:
+            for key in cmp.metrics:
+                long.add_row(Text(model), Text(key), mean(model, key), interval(model, key))
+        _out.print(long)
+    tests = [
+        r for r in cmp.table.iter_rows(named=True)
+        if r["model"] != cmp.baseline and r["p_value"] is not None
+    ]  # fmt: skip
+    if tests:
+        table = Table(title=f"tests against {cmp.baseline}", title_justify="left")
+        for name in ("model", "metric"):
+            table.add_column(name, overflow="fold")
+        for name in ("p", "p adjusted", "signif.", "effect d", "users"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in tests:
+            d = "-" if r["effect_size"] is None else f"{r['effect_size']:.3f}"
+            table.add_row(
+                Text(r["model"]), Text(r["metric"]), format_p(r["p_value"], 4),
+                format_p(r["p_adjusted"], 4), "yes *" if r["significant"] else "no", d,
+                str(r["n_paired"]),
+            )  # fmt: skip
+        _out.print(table)
+    _out.print(legend(cmp, best=f"{BEST} (bold on a terminal)"), highlight=False)
+
+
+def _write_output(cmp: Comparison, path: Path) -> None:
+    """Write the comparison to ``path`` in the format its suffix names."""
+
+    suffix = path.suffix.lower()
+    if suffix in (".html", ".htm"):
+        cmp.to_html(path)
+        return
+    if suffix in (".parquet", ".pq", ".csv", ".tsv"):
+        write_frame(cmp.table, path)
+        return
+    texts = {".md": cmp.to_markdown, ".tex": lambda: cmp.to_latex(ci=True), ".json": cmp.to_json}
+    if suffix not in texts:
+        msg = (
+            f"cannot write {str(path)!r}: expected a .md, .tex, .json, .html, .csv, .tsv or "
+            ".parquet path."
+        )
+        raise InputError(msg)
+    write_text(texts[suffix](), path)
+
+
+def _settings(
+    command: str, config: Path | None, flags: dict[str, Any], run: list[str] | None
+) -> dict[str, Any]:
+    """The settings of ``compare`` or ``report``: the defaults, then the config file, then the
+    flags given (``flags``: None where not given; ``--run`` replaces the config's runs)."""
+
+    settings: dict[str, Any] = {**_DEFAULTS, **_COMMAND_DEFAULTS[command]}
+    if config is not None:
+        settings.update(load_config(config, COMPARE_KEYS if command == "compare" else REPORT_KEYS))
+    settings.update({k: v for k, v in flags.items() if v is not None})
+    if run:
+        settings["runs"] = _runs(run)
+    needed = [("truth", "--truth", "'truth'"), ("runs", "--run NAME=PATH", "a [runs] table")]
+    if command == "report":
+        needed.append(("output", "--output", "'output'"))
+    for key, flag, where in needed:
+        if settings.get(key) is None:
+            msg = f"missing {flag} (give it on the command line or as {where} in --config)."
+            raise InputError(msg)
+    if settings["correction"] == CorrectionOpt.none.value:
+        settings["correction"] = None
+    return settings
+
+
+def _compare_format(value: Any) -> CompareFormat:
+    try:
+        return CompareFormat(value)
+    except ValueError:
+        msg = f"format must be one of {', '.join(CompareFormat)}; got {value!r}."
+        raise InputError(msg) from None
+
+
+def register_compare_commands(app: typer.Typer) -> None:
+    """Add the ``compare``, ``report`` and ``plot`` commands to ``app``."""
+
+    def run_compare(settings: dict[str, Any], config: Path | None, progress: bool) -> Comparison:
+        """Check the output path, then compare; ``settings`` as :func:`_settings` returns them,
+        less the command's own keys (output, format, title, curves)."""
+        truth, runs = settings.pop("truth"), settings.pop("runs")
+        output = settings.pop("output", None)
+        _check_output(output, truth, runs, settings, config)
+        return compare(truth, runs, settings.pop("metrics"), progress=progress, **settings)
+
+    def flags_of(
+        truth: Path | None,
+        metric: list[str] | None,
+        baseline: str | None,
+        test: PairedTestOpt | None,
+        correction: CorrectionOpt | None,
+        alpha: float | None,
+        confidence: float | None,
+        ci: CiOpt | None,
+        resamples: int | None,
+        permutations: int | None,
+        seed: int | None,
+        output: Path | None,
+        options: dict[str, Any],
+    ) -> dict[str, Any]:
+        """The flags of compare and report under their config keys (None: not given)."""
+        return {
+            "truth": truth, "metrics": metric or None, "baseline": baseline,
+            "test": test.value if test else None,
+            "correction": correction.value if correction else None, "alpha": alpha,
+            "confidence": confidence, "ci": ci.value if ci else None, "n_resamples": resamples,
+            "n_permutations": permutations, "seed": seed, "output": output, **options,
+        }  # fmt: skip
+
+    @app.command("compare")
+    def compare_cmd(
+        truth: Annotated[Path | None, truth_opt] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        metric: Annotated[list[str] | None, metric_opt] = None,
+        config: Annotated[Path | None, config_opt] = None,
+        baseline: BaselineOpt = None,
+        test: TestOpt = None,
+        correction: CorrectionArg = None,
+        alpha: AlphaOpt = None,
+        confidence: ConfidenceOpt = None,
+        ci: CiArg = None,
+        resamples: ResamplesOpt = None,
+        permutations: PermutationsOpt = None,
+        seed: SeedOpt = None,
+        fmt: Annotated[
+            CompareFormat | None, typer.Option("--format", help="Output format \\[default: table].")
+        ] = None,
+        output: Annotated[
+            Path | None,
+            typer.Option(
+                "--output", "-o", help="Also write to this .md, .tex, .json, .html, .csv file."
+            ),
+        ] = None,
+        progress: ProgressOpt = True,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
+        id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
+    ) -> None:
+        """Compare models on the same truth: means, intervals, paired tests."""
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+            id_type=id_type, input_format=input_format, columns=columns,
+        )  # fmt: skip
+        flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
+                         resamples, permutations, seed, output, options)  # fmt: skip
+        flags["format"] = fmt.value if fmt else None
+        try:
+            settings = _settings("compare", config, flags, run)
+            out_format = _compare_format(settings.pop("format"))
+            out_path = settings.get("output")
+            cmp = run_compare(settings, config, progress)
+            if out_path is not None:
+                _write_output(cmp, out_path)
+        except (RecevalError, OSError) as exc:
+            raise _fail(exc) from None
+        _print_comparison(cmp, out_format)
+
+    @app.command("report")
+    def report_cmd(
+        truth: Annotated[Path | None, truth_opt] = None,
+        output: Annotated[
+            Path | None, typer.Option("--output", "-o", help="The .html file to write.")
+        ] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        metric: Annotated[list[str] | None, metric_opt] = None,
+        config: Annotated[Path | None, config_opt] = None,
+        baseline: BaselineOpt = None,
+        test: TestOpt = None,
+        correction: CorrectionArg = None,
+        alpha: AlphaOpt = None,
+        confidence: ConfidenceOpt = None,
+        ci: CiArg = None,
+        resamples: ResamplesOpt = None,
+        permutations: PermutationsOpt = None,
+        seed: SeedOpt = None,
+        title: Annotated[
+            str | None, typer.Option(help="Report title \\[default: receval comparison].")
+        ] = None,
+        curves: Annotated[
+            bool | None,
+            typer.Option(
+                help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
+                "cutoff, and ROC curves when a classification metric is compared "
+                "\\[default: curves]."
+            ),
+        ] = None,
+        progress: ProgressOpt = True,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
+        id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
+    ) -> None:
+        """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+            id_type=id_type, input_format=input_format, columns=columns,
+        )  # fmt: skip
+        flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
+                         resamples, permutations, seed, output, options)  # fmt: skip
+        flags.update({"title": title, "curves": curves})
+        try:
+            settings = _settings("report", config, flags, run)
+            title_text, with_curves = settings.pop("title"), settings.pop("curves")
+            out_path = settings["output"]
+            cmp = run_compare(settings, config, progress)
+            path = cmp.to_html(out_path, title=title_text, curves=with_curves)
+        except (RecevalError, OSError) as exc:
+            raise _fail(exc) from None
+        _out.print(f"wrote {path}", highlight=False)
+
+    plot_app = typer.Typer(
+        help="Plots: roc, pr, metric-at-k, per-user (PNG, SVG or PDF by the suffix of -o).",
+        no_args_is_help=True,
+    )
+    app.add_typer(plot_app, name="plot")
+
+    def curve(which: str, truth: Path, run: list[str] | None, recs: Path | None, output: Path,
+              options: dict[str, Any]) -> None:  # fmt: skip
+
+        try:
+            runs = _runs(run, recs)
+            _check_output(output, truth, runs, options)
+            draw = plot.roc if which == "roc" else plot.pr
+            draw(truth, runs, path=output, **options)
+        except (RecevalError, OSError) as exc:
+            raise _fail(exc) from None
+        _out.print(f"wrote {output}", highlight=False)
+
+    @plot_app.command("roc")
+    def roc_cmd(
+        truth: Annotated[Path, truth_opt],
+        output: Annotated[Path, out_opt],
+        recs: Annotated[Path | None, recs_opt] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
+        item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+        score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
+        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
+        threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
+        id_type: IdTypeOpt = None,
+    ) -> None:
+        """ROC curves of the recommendation rows, labelled by truth."""
+        curve("roc", truth, run, recs, output, {
+            "user_col": user_col, "item_col": item_col, "score_col": score_col,
+            "relevance_col": relevance_col, "relevance_threshold": threshold,
+            **({"id_type": id_type} if id_type else {}),
+        })  # fmt: skip
+
+    @plot_app.command("pr")
+    def pr_cmd(
+        truth: Annotated[Path, truth_opt],
+        output: Annotated[Path, out_opt],
+        recs: Annotated[Path | None, recs_opt] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
+        item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+        score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
+        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
+        threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
+        id_type: IdTypeOpt = None,
+    ) -> None:
+        """Precision-recall curves of the recommendation rows, labelled by truth."""
+        curve("pr", truth, run, recs, output, {
+            "user_col": user_col, "item_col": item_col, "score_col": score_col,
+            "relevance_col": relevance_col, "relevance_threshold": threshold,
+            **({"id_type": id_type} if id_type else {}),
+        })  # fmt: skip
+
+    @plot_app.command("metric-at-k")
+    def metric_at_k_cmd(
+        truth: Annotated[Path, truth_opt],
+        output: Annotated[Path, out_opt],
+        recs: Annotated[Path | None, recs_opt] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        metric: Annotated[
+            str, typer.Option("--metric", "-m", help="Metric without @K, e.g. ndcg.")
+        ] = "ndcg",
+        k: Annotated[
+            int, typer.Option("--k", help=f"Largest cutoff: K = 1..k (at most {MAX_KS}).")
+        ] = 20,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
+        id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
+    ) -> None:
+        """A metric at every cutoff K = 1..k, one line per model."""
+
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+            id_type=id_type, input_format=input_format, columns=columns,
+        )  # fmt: skip
+        try:
+            if not 1 <= k <= MAX_KS:
+                msg = f"--k must be an integer from 1 to {MAX_KS} (K = 1..k); got {k}."
+                if k > MAX_KS:
+                    msg += " For more cutoffs, give receval.plot.metric_at_k a list (ks=[...])."
+                raise InputError(msg)
+            runs = _runs(run, recs)
+            _check_output(output, truth, runs, options)
+            plot.metric_at_k(truth, runs, metric, ks=k, path=output, **options)
+        except (RecevalError, OSError) as exc:
+            raise _fail(exc) from None
+        _out.print(f"wrote {output}", highlight=False)
+
+    @plot_app.command("per-user")
+    def per_user_cmd(
+        truth: Annotated[Path, truth_opt],
+        output: Annotated[Path, out_opt],
+        recs: Annotated[Path | None, recs_opt] = None,
+        run: Annotated[list[str] | None, run_opt] = None,
+        metric: Annotated[str, typer.Option("--metric", "-m", help="Metric string.")] = "ndcg@10",
+        kind: Annotated[KindOpt, typer.Option(help="box or violin.")] = KindOpt.box,
+        user_col: UserColOpt = None,
+        item_col: ItemColOpt = None,
+        score_col: ScoreColOpt = None,
+        rank_col: RankColOpt = None,
+        relevance_col: RelevanceColOpt = None,
+        ties: TiesOpt = None,
+        threshold: ThresholdOpt = None,
+        no_recs: NoRecsOpt = None,
+        train: TrainOpt = None,
+        items: ItemsOpt = None,
+        item_features: ItemFeaturesOpt = None,
+        rating_range: RatingRangeOpt = None,
+        id_type: IdTypeOpt = None,
+        input_format: InputFormatOpt = None,
+        columns: ColumnsOpt = None,
+    ) -> None:
+        """The distribution of a metric's per-user values, one box per model."""
+
+        options = evaluate_options(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+            id_type=id_type, input_format=input_format, columns=columns,
+        )  # fmt: skip
+        try:
+            runs = _runs(run, recs)
+            _check_output(output, truth, runs, options)
+            results = {
+                name: evaluate(truth, path, metric, **options) for name, path in runs.items()
+            }
+            plot.per_user(results, metric, kind=kind.value, path=output)
+        except (RecevalError, OSError) as exc:
+            raise _fail(exc) from None
+        _out.print(f"wrote {output}", highlight=False)

@@ -1,0 +1,1 @@
+"""Comparing models: statistics, comparison, reports and plots."""

@@ -1,0 +1,419 @@
+"""Plots of evaluations and comparisons, with matplotlib (a dependency of receval).
+
+Every function builds a :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no
+global state, no display needed), returns it, and also saves it when given ``path=`` (the
+format from the suffix: ``.png``, ``.svg``, ``.pdf``; written atomically). matplotlib is
+imported inside the functions, so ``import receval`` does not import it.
+
+* :func:`roc`, :func:`pr`: ROC and precision-recall curves of each run's recommendation rows,
+  labelled by truth (a recommended item is positive when its relevance reaches the threshold).
+* :func:`metric_at_k`: a metric at every cutoff K = 1..N (N <= :data:`MAX_KS`) or at the
+  given cutoffs, one line per run.
+* :func:`per_user`: the distribution of per-user values of a metric, one box (or violin)
+  per model.
+* :func:`intervals`: each model's mean with its bootstrap interval, one panel per metric.
+
+Examples
+--------
+>>> import receval
+>>> truth = {"u1": {"a": 1, "b": 1}, "u2": {"c": 1}}
+>>> runs = {"m1": {"u1": {"a": 0.9, "x": 0.5, "b": 0.1}, "u2": {"c": 0.7}},
+...         "m2": {"u1": {"x": 0.9, "a": 0.5}, "u2": {"y": 0.7, "c": 0.2}}}
+>>> fig = receval.plot.metric_at_k(truth, runs, "recall", ks=3)
+>>> [line.get_label() for line in fig.axes[0].get_lines()]
+['m1', 'm2']
+>>> fig.axes[0].get_lines()[0].get_ydata().tolist()  # recall@1, @2, @3 of m1
+[0.75, 0.75, 1.0]
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import reprlib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from receval._errors import InputError, about
+from receval.arrays.classification import auc, average_precision, pr_curve, roc_curve
+from receval.data.io import atomic_path
+from receval.evaluation import evaluate
+from receval.families.pointwise import labelled_rows
+from receval.metrics.registry import parse_metric
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from receval.compare.comparison import Comparison
+    from receval.metrics.result import Result
+
+__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc"]
+
+MAX_KS = 10_000
+"""The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
+metric-at-k --k N``. Longer ranges draw more points than a figure can show, and past the
+longest list a curve only drifts with K (precision@K is hits / K); an explicit list of
+cutoffs has no limit."""
+
+
+def _new_figure(width: float = 6.4, height: float = 4.8) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
+    if path is None:
+        return fig
+    target = Path(path)
+    fmt = target.suffix.lower().lstrip(".")
+    supported = fig.canvas.get_supported_filetypes()
+    if fmt not in supported:
+        msg = (
+            f"path {str(target)!r}: cannot tell the image format from the suffix; expected one "
+            f"of {', '.join('.' + k for k in sorted(supported))}."
+        )
+        raise InputError(msg)
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=100)
+    return fig
+
+
+def _check_runs(runs: Mapping[str, Any]) -> None:
+    if not isinstance(runs, Mapping) or not runs:
+        msg = (
+            "runs must be a non-empty mapping {model name: recommendations}; got "
+            f"{type(runs).__name__}{' (empty)' if isinstance(runs, Mapping) else ''}."
+        )
+        raise InputError(msg)
+
+
+def _labelled(
+    truth: Any,
+    recs: Any,
+    *,
+    user_col: str,
+    item_col: str,
+    score_col: str,
+    relevance_col: str | None,
+    relevance_threshold: float,
+    id_type: str | Mapping[str, str],
+) -> tuple[Any, Any]:
+    labels, scores, _users = labelled_rows(
+        truth,
+        recs,
+        user_col=user_col,
+        item_col=item_col,
+        score_col=score_col,
+        relevance_col=relevance_col,
+        relevance_threshold=relevance_threshold,
+        id_type=id_type,
+    )
+    return labels, scores
+
+
+def roc(
+    truth: Any,
+    runs: Mapping[str, Any],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    relevance_col: str | None = None,
+    relevance_threshold: float = 1,
+    id_type: str | Mapping[str, str] = "auto",
+    title: str | None = "ROC curve",
+    path: str | os.PathLike[str] | None = None,
+) -> Figure:
+    """ROC curves of the runs' recommendation rows, one line per run plus the chance line.
+
+    Each recommended row is a sample: label 1 when truth gives the item a relevance >=
+    ``relevance_threshold`` for that user, score from ``score_col``. The curve is
+    :func:`receval.roc_curve` (every distinct score, as scikit-learn's
+    ``roc_curve(drop_intermediate=False)``); the legend gives :func:`receval.auc`.
+    ``id_type`` types the ids as :func:`receval.evaluate`'s does.
+    """
+    _check_runs(runs)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for name, recs in runs.items():
+        with about(f"run {name!r}"):
+            labels, scores = _labelled(
+                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
+                id_type=id_type,
+            )  # fmt: skip
+        fpr, tpr, _ = roc_curve(labels, scores)
+        # the corners only: points inside a straight run change nothing that is drawn
+        bends = np.r_[True, (np.diff(fpr, 2) != 0) | (np.diff(tpr, 2) != 0), True]
+        ax.plot(fpr[bends], tpr[bends], label=f"{name} (AUC = {auc(labels, scores):.4f})")
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
+    ax.set_xlabel("false positive rate")
+    ax.set_ylabel("true positive rate")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.01)
+    ax.legend(loc="lower right")
+    if title:
+        ax.set_title(title)
+    return _finish(fig, path)
+
+
+def pr(
+    truth: Any,
+    runs: Mapping[str, Any],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    relevance_col: str | None = None,
+    relevance_threshold: float = 1,
+    id_type: str | Mapping[str, str] = "auto",
+    title: str | None = "Precision-recall curve",
+    path: str | os.PathLike[str] | None = None,
+) -> Figure:
+    """Precision-recall curves of the runs' recommendation rows (labelled as for :func:`roc`),
+    drawn as steps, one line per run; the legend gives :func:`receval.average_precision`."""
+    _check_runs(runs)
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for name, recs in runs.items():
+        with about(f"run {name!r}"):
+            labels, scores = _labelled(
+                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
+                id_type=id_type,
+            )  # fmt: skip
+        precision, recall, _ = pr_curve(labels, scores)
+        ap = average_precision(labels, scores)
+        ax.plot(recall, precision, drawstyle="steps-post", label=f"{name} (AP = {ap:.4f})")
+    ax.set_xlabel("recall")
+    ax.set_ylabel("precision")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.01)
+    ax.legend(loc="upper right")
+    if title:
+        ax.set_title(title)
+    return _finish(fig, path)
+
+
+def metric_at_k(
+    truth: Any,
+    runs: Mapping[str, Any],
+    metric: str = "ndcg",
+    *,
+    ks: int | Iterable[int] = 10,
+    title: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> Figure:
+    """``metric@K`` for every K in ``ks``, one line per run.
+
+    ``metric`` is a metric with a cutoff, given without one (``"ndcg"``,
+    ``"ndcg(gain=exp)"``); each run is evaluated once with every K (the cost grows linearly
+    with the number of cutoffs). ``ks`` is an integer N (K = 1..N; at most :data:`MAX_KS`,
+    10,000) or a list of integers >= 1 (any number of them, any size). ``options`` go to
+    :func:`receval.evaluate`.
+    """
+    _check_runs(runs)
+    base = parse_metric(metric)
+    if not base.spec.cutoff or base.k is not None:
+        msg = (
+            f"metric must be a metric with a cutoff, given without @K (e.g. 'ndcg'); "
+            f"got {metric!r}."
+        )
+        raise InputError(msg)
+    k_list = _cutoffs(ks)
+    names = [f"{base.canonical}@{k}" for k in k_list]
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    for name, recs in runs.items():
+        with about(f"run {name!r}"):
+            means = evaluate(truth, recs, names, **options).means  # canonical names: no parsing
+        ax.plot(k_list, [means[n] for n in names], marker="o", markersize=3, label=name)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # cutoffs are whole numbers
+    ax.set_xlabel("K")
+    ax.set_ylabel(f"{base.canonical}@K")
+    ax.legend()
+    ax.set_title(title if title is not None else f"{base.canonical}@K")
+    return _finish(fig, path)
+
+
+def _integer(value: object) -> int | None:
+    """``value`` as an int when it is an integer (numpy's too; not a bool), else None."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+        return None
+    return int(value)
+
+
+def _cutoffs(ks: object) -> list[int]:
+    """The sorted distinct cutoffs of :func:`metric_at_k`'s ``ks``, or :class:`InputError`."""
+    shown = reprlib.repr(ks)
+    bad = f"ks must be an integer N >= 1 or a non-empty list of integers >= 1; got {shown}."
+    n = _integer(ks)
+    if n is not None:
+        if n < 1:
+            raise InputError(bad)
+        if n > MAX_KS:
+            msg = (
+                f"ks must be an integer N from 1 to {MAX_KS} (K = 1..N, receval.plot.MAX_KS) or a "
+                f"non-empty list of integers >= 1; got {n}. Pass the cutoffs to draw as a list, "
+                f"e.g. ks=[1, 10, 100, 1000, {n}]."
+            )
+            raise InputError(msg)
+        return list(range(1, n + 1))
+    if isinstance(ks, str | bytes) or not isinstance(ks, Iterable):
+        raise InputError(bad)
+    try:
+        values = [_integer(k) for k in ks]
+    except TypeError:  # iterable in type only, e.g. a 0-d numpy array
+        raise InputError(bad) from None
+    if not values or any(k is None or k < 1 for k in values):
+        raise InputError(bad)
+    return sorted({k for k in values if k is not None})
+
+
+def _per_user_values(source: Comparison | Mapping[str, Result], metric: str) -> dict[str, Any]:
+    key = parse_metric(metric).canonical
+    results = source.results if hasattr(source, "results") else source
+    if not isinstance(results, Mapping) or not results:
+        msg = "source must be a Comparison or a non-empty mapping {model name: Result}."
+        raise InputError(msg)
+    out = {}
+    for name, res in results.items():
+        if key not in res.per_user.columns:
+            msg = (
+                f"{key} has no per-user values in {name!r}'s result (a global metric, or not "
+                f"evaluated); per-user columns: {', '.join(res.per_user.columns[1:]) or 'none'}."
+            )
+            raise InputError(msg)
+        out[name] = res.per_user[key].drop_nulls().to_numpy()
+    return out
+
+
+def per_user(
+    source: Comparison | Mapping[str, Result],
+    metric: str,
+    *,
+    kind: Literal["box", "violin"] = "box",
+    title: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> Figure:
+    """The distribution of the per-user values of ``metric``, one box (or violin) per model,
+    with each model's mean as a marker.
+
+    ``source`` is a :class:`~receval.Comparison` or a mapping ``{model name: Result}``.
+    """
+    if kind not in ("box", "violin"):
+        msg = f"kind must be one of box, violin; got {kind!r}."
+        raise InputError(msg)
+    values = _per_user_values(source, metric)
+    names = list(values)
+    data = [values[n] for n in names]
+    fig = _new_figure(max(4.0, 1.2 * len(names) + 2.0), 4.0)
+    ax = fig.add_subplot()
+    positions = list(range(1, len(names) + 1))
+    if kind == "box":
+        ax.boxplot(data, positions=positions, showmeans=True, widths=0.6)
+    else:
+        nonempty = [i for i, d in enumerate(data) if d.size]
+        ax.violinplot(
+            [data[i] for i in nonempty], positions=[positions[i] for i in nonempty], showmeans=True
+        )
+    ax.set_xticks(positions, names)
+    key = parse_metric(metric).canonical
+    ax.set_ylabel(f"{key} per user")
+    ax.set_title(title if title is not None else f"{key}: per-user values")
+    return _finish(fig, path)
+
+
+def intervals(
+    comparison: Comparison,
+    *,
+    metrics: Iterable[str] | None = None,
+    title: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> Figure:
+    """Each model's mean with its bootstrap interval, one panel per metric (models on the
+    vertical axis, the baseline's mean as a dashed line, significant differences in red).
+
+    A legend under the panels explains the colours: the baseline (black, its mean dashed),
+    ``significant (adjusted p <= alpha)`` (red), ``not significant`` (blue) and, when some
+    model has no test (a metric without per-user values), ``no test`` (grey).
+    """
+    keys = (
+        list(comparison.metrics)
+        if metrics is None
+        else [parse_metric(m).canonical for m in metrics]
+    )
+    compared = set(comparison.metrics)
+    unknown = [k for k in keys if k not in compared]
+    if unknown or not keys:
+        msg = (
+            f"metrics must be among the compared metrics ({', '.join(comparison.metrics)}); "
+            f"got {unknown or keys!r}."
+        )
+        raise InputError(msg)
+    models = list(comparison.models)
+    fig = _new_figure(3.2 * len(keys) + 1.0, 0.5 * len(models) + 1.6)
+    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    cells: dict[str, dict[str, dict[str, Any]]] = {}  # metric -> model -> row, in one pass
+    for r in comparison.table.iter_rows(named=True):
+        cells.setdefault(r["metric"], {})[r["model"]] = r
+    untested = False
+    for ax, key in zip(axes, keys, strict=True):
+        rows = cells[key]
+        for y, model in enumerate(models):
+            r = rows[model]
+            if r["mean"] is None:
+                continue
+            if model == comparison.baseline:
+                color = _BASELINE
+            elif r["significant"] is None:
+                color, untested = _UNTESTED, True
+            else:
+                color = _SIGNIFICANT if r["significant"] else _NOT_SIGNIFICANT
+            if r["ci_low"] is not None:
+                err = [[r["mean"] - r["ci_low"]], [r["ci_high"] - r["mean"]]]
+                ax.errorbar([r["mean"]], [y], xerr=err, fmt="o", color=color, capsize=3)
+            else:
+                ax.plot([r["mean"]], [y], "o", color=color)
+        base_mean = rows[comparison.baseline]["mean"]
+        if base_mean is not None:
+            ax.axvline(base_mean, linestyle="--", color="grey", linewidth=1)
+        ax.set_yticks(range(len(models)), models if ax is axes[0] else [""] * len(models))
+        ax.set_ylim(-0.6, len(models) - 0.4)
+        ax.invert_yaxis()
+        ax.set_title(key)
+    _intervals_legend(fig, comparison, untested)
+    if title:
+        fig.suptitle(title)
+    return _finish(fig, path)
+
+
+_BASELINE, _SIGNIFICANT, _NOT_SIGNIFICANT, _UNTESTED = "black", "tab:red", "tab:blue", "tab:gray"
+
+
+def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> None:
+    """The legend of :func:`intervals`, under the panels: what each colour means."""
+    from matplotlib.lines import Line2D
+
+    alpha = comparison.settings.get("alpha", 0.05)
+    entries = [
+        (f"baseline: {comparison.baseline} (mean dashed)", _BASELINE),
+        (f"significant (adjusted p <= {alpha:g})", _SIGNIFICANT),
+        ("not significant", _NOT_SIGNIFICANT),
+    ]
+    if untested:
+        entries.append(("no test", _UNTESTED))
+    handles = [
+        Line2D([], [], color="grey" if color == _BASELINE else color, marker="o",
+               linestyle="--" if color == _BASELINE else "none", markerfacecolor=color,
+               markeredgecolor=color, label=label)
+        for label, color in entries
+    ]  # fmt: skip
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small")

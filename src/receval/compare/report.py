@@ -1,0 +1,524 @@
+"""Reports of a :class:`~receval.Comparison`: Markdown, LaTeX (booktabs), plain text and one
+self-contained HTML file (tables and plots embedded, no network).
+
+Layout shared by every format: a models x metrics table of means (with the bootstrap interval
+where there is one), the best mean per metric in bold (direction from
+``MetricSpec.higher_is_better``), a mark on means that differ significantly from the
+baseline, then the tests (p-values, adjusted p-values, effect sizes, paired users) and a legend.
+The Markdown and HTML reports end with their provenance: the inputs, the evaluation and test
+settings, the versions and the date (UTC; :func:`utc_now`, which tests replace).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+import os
+import platform
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from receval._errors import InputError
+from receval._version import __version__
+from receval.compare import plots as plot
+from receval.data.io import check_output_path, write_text
+from receval.metrics.registry import parse_metric
+
+if TYPE_CHECKING:
+    from receval.compare.comparison import Comparison
+
+__all__ = [
+    "best_models",
+    "curve_figures",
+    "describe_input",
+    "format_p",
+    "html_tables",
+    "legend",
+    "provenance",
+    "text_table",
+    "to_latex",
+    "to_markdown",
+    "utc_now",
+    "write_html",
+]
+
+MARK = "*"
+_TEST = {
+    "paired_t": "paired t test",
+    "wilcoxon": "Wilcoxon signed-rank test",
+    "randomization": "Fisher randomization test",
+}
+_CORRECTION = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
+
+
+def _num(value: float | None, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
+def format_p(value: float | None, digits: int) -> str:
+    """A p-value as every report prints it: ``digits`` decimals, ``<0.0001`` below that."""
+    return _p(value, digits)
+
+
+def _p(value: float | None, digits: int) -> str:
+    if value is None or math.isnan(value):
+        return "-"
+    floor = 10.0**-digits
+    return f"<{floor:.{digits}f}" if value < floor else f"{value:.{digits}f}"
+
+
+def best_models(cmp: Comparison) -> dict[str, set[str]]:
+    """Metric -> the models with the best mean (all of them on a tie)."""
+    by_metric: dict[str, dict[str, float]] = {}  # one pass over the table, not one per metric
+    for row in cmp.table.select("model", "metric", "mean").iter_rows(named=True):
+        if row["mean"] is not None and not math.isnan(row["mean"]):
+            by_metric.setdefault(row["metric"], {})[row["model"]] = row["mean"]
+    out: dict[str, set[str]] = {}
+    for metric in cmp.metric_specs:
+        key = metric.canonical
+        means = by_metric.get(key, {})
+        if not means:
+            out[key] = set()
+            continue
+        best = max(means.values()) if metric.spec.higher_is_better else min(means.values())
+        out[key] = {m for m, v in means.items() if v == best}
+    return out
+
+
+def _cells(cmp: Comparison) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
+
+
+def legend(cmp: Comparison, *, best: str = "Bold") -> str:
+    """One paragraph: what the numbers, the best-mean mark (``best``) and the significance
+    mark mean."""
+    s = cmp.settings
+    level = round(100 * s["confidence"], 6)
+    method = "BCa" if s["ci"] == "bca" else "percentile"
+    corr = _CORRECTION.get(s["correction"] or "", "no")
+    test = _TEST[s["test"]]
+    if s["test"] == "randomization":
+        test += f" ({s['n_permutations']} sign flips, seed {s['seed']})"
+    return (
+        f"Mean over users [{level:g}% {method} bootstrap interval, {s['n_resamples']} user-level "
+        f"resamples, seed {s['seed']}]. {best}: best mean per metric. {MARK}: differs from the "
+        f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
+        f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
+        "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
+        "the paired users. A metric without per-user values has a mean only."
+    )
+
+
+def _n_tests(cmp: Comparison) -> int:
+    return int(cmp.table["p_value"].is_not_null().sum())
+
+
+def _notes(cmp: Comparison) -> list[str]:
+    """``metric (models): note`` lines, one per distinct note of a metric."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for row in cmp.table.iter_rows(named=True):
+        note = row["note"]
+        if note and note != "baseline":
+            grouped.setdefault((row["metric"], note), []).append(row["model"])
+    return [
+        f"{metric} ({'all models' if len(models) == len(cmp.models) else ', '.join(models)}): "
+        f"{note}"
+        for (metric, note), models in grouped.items()
+    ]
+
+
+def _model_label(cmp: Comparison, model: str) -> str:
+    return f"{model} (baseline)" if model == cmp.baseline else model
+
+
+def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
+    """The Markdown report (see the module docstring)."""
+    cells, best = _cells(cmp), best_models(cmp)
+    head = ["model", *cmp.metrics]
+    lines = [
+        "| " + " | ".join(_md_escape(h) for h in head) + " |",
+        "| --- |" + " ---: |" * len(cmp.metrics),
+    ]
+    for model in cmp.models:
+        parts = [_md_escape(_model_label(cmp, model))]
+        for key in cmp.metrics:
+            row = cells[model, key]
+            mean = _num(row["mean"], digits)
+            if model in best[key]:
+                mean = f"**{mean}**"
+            text = mean
+            if row["ci_low"] is not None:
+                low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
+                text += f" [{low}, {high}]"
+            if row["significant"]:
+                text += f" {MARK}"
+            parts.append(_md_escape(text).replace("\\*\\*", "**"))
+        lines.append("| " + " | ".join(parts) + " |")
+    out = ["\n".join(lines), "", _md_escape(legend(cmp))]
+    tests = _test_rows(cmp, digits)
+    if tests:
+        head = ["model", "metric", "p", "p adjusted", "significant", "effect size", "paired users"]
+        t_lines = [
+            "| " + " | ".join(head) + " |",
+            "| --- | --- |" + " ---: |" * (len(head) - 2),
+        ]
+        t_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in tests]
+        out += ["", f"Tests against {_md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
+    notes = _notes(cmp)
+    if notes:
+        out += ["", "Notes:", "", *[f"- {_md_escape(n)}" for n in notes]]
+    facts = [f"- {_md_escape(label)}: {_md_escape(value)}" for label, value in provenance(cmp)]
+    out += ["", "Provenance:", "", *facts]
+    return "\n".join(out) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("*", "\\*")
+
+
+def _test_rows(cmp: Comparison, digits: int) -> list[list[str]]:
+    rows = []
+    for row in cmp.table.iter_rows(named=True):
+        if row["model"] == cmp.baseline or row["p_value"] is None:
+            continue
+        rows.append(
+            [
+                row["model"],
+                row["metric"],
+                _p(row["p_value"], digits),
+                _p(row["p_adjusted"], digits),
+                "yes" if row["significant"] else "no",
+                _num(row["effect_size"], 3),
+                str(row["n_paired"]),
+            ]
+        )
+    return rows
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped.
+
+    >>> latex_escape("ndcg(gain={1: 2})@10 & 50%")
+    'ndcg(gain=\\\\{1: 2\\\\})@10 \\\\& 50\\\\%'
+    """
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
+    """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
+    cells, best = _cells(cmp), best_models(cmp)
+    n = len(cmp.metrics)
+    lines = [
+        r"% requires \usepackage{booktabs}",
+        r"\begin{tabular}{l" + "r" * n + "}",
+        r"\toprule",
+        "Model & " + " & ".join(latex_escape(k) for k in cmp.metrics) + r" \\",
+        r"\midrule",
+    ]
+    for model in cmp.models:
+        parts = [latex_escape(_model_label(cmp, model))]
+        for key in cmp.metrics:
+            row = cells[model, key]
+            text = _num(row["mean"], digits)
+            if model in best[key]:
+                text = rf"\textbf{{{text}}}"
+            if row["significant"]:
+                text += rf"$^{{{MARK}}}$"
+            if ci and row["ci_low"] is not None:
+                low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
+                text += rf" {{\scriptsize [{low}, {high}]}}"
+            parts.append(text)
+        lines.append(" & ".join(parts) + r" \\")
+    s = cmp.settings
+    corr = _CORRECTION.get(s["correction"] or "", "no")
+    note = (
+        rf"$^{{{MARK}}}$ {latex_escape(_TEST[s['test']])} against "
+        rf"{latex_escape(cmp.baseline)}, {corr} correction, adjusted $p \le {s['alpha']:g}$. "
+        r"Bold: best per metric."
+    )
+    if ci:
+        level = round(100 * s["confidence"], 6)
+        method = "BCa" if s["ci"] == "bca" else "percentile"
+        note += rf" Brackets: {level:g}\% {method} bootstrap interval."
+    lines += [
+        r"\bottomrule",
+        rf"\multicolumn{{{n + 1}}}{{l}}{{\footnotesize {note}}} \\",
+        r"\end{tabular}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def text_table(cmp: Comparison, *, digits: int = 4) -> str:
+    """A plain-text summary (``repr``)."""
+    cells = _cells(cmp)
+    rows = [["model", *cmp.metrics]]
+    for model in cmp.models:
+        row = [_model_label(cmp, model)]
+        for key in cmp.metrics:
+            c = cells[model, key]
+            text = _num(c["mean"], digits)
+            if c["ci_low"] is not None:
+                text += f" [{_num(c['ci_low'], digits)}, {_num(c['ci_high'], digits)}]"
+            if c["significant"]:
+                text += f" {MARK}"
+            row.append(text)
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    body = "\n".join(
+        "  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows
+    )
+    s = cmp.settings
+    return (
+        f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {cmp.baseline}, "
+        f"{_CORRECTION.get(s['correction'] or '', 'no')} correction, adjusted p <= "
+        f"{s['alpha']:g}\n)"
+    )
+
+
+def utc_now() -> datetime:
+    """The report's clock: the current time in UTC (tests replace it for an exact date)."""
+    return datetime.now(UTC)
+
+
+def describe_input(value: Any) -> str:
+    """An input as the provenance names it: a path as given, else the kind of object and,
+    when known without reading it, its size (``"polars DataFrame, 1,234 rows"``,
+    ``"dict, 12 users"``; a LazyFrame or a Spark DataFrame is not counted)."""
+    if isinstance(value, str | os.PathLike):
+        return os.fsdecode(value)
+    kind = type(value)
+    root = kind.__module__.split(".")[0]
+    if root == "receval":  # a model source: its repr says what it is
+        return repr(value)
+    name = kind.__name__ if root == "builtins" else f"{root} {kind.__name__}"
+    if isinstance(value, Mapping):
+        return f"{name}, {_count(len(value), 'user')}"
+    shape = getattr(value, "shape", None) if root in ("polars", "pandas", "pyarrow") else None
+    if isinstance(shape, tuple) and shape and isinstance(shape[0], int):
+        return f"{name}, {_count(shape[0], 'row')}"
+    return name
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def provenance(cmp: Comparison) -> list[tuple[str, str]]:
+    """``(label, value)`` pairs: the inputs (truth, each run), the evaluation settings (tie
+    policy, relevance threshold, no-recs policy, id_type when set), the test, correction,
+    alpha and bootstrap, the versions of receval, Python and Polars, and the date (UTC, ISO
+    8601, from :func:`utc_now`)."""
+    import polars as pl
+
+    s = cmp.settings
+    inputs = cmp.inputs
+    facts: list[tuple[str, str]] = []
+    if inputs is None:
+        facts.append(("truth", "not recorded"))
+        facts += [(f"run {name}", "not recorded") for name in cmp.models]
+    else:
+        facts.append(("truth", describe_input(inputs["truth"])))
+        facts += [(f"run {name}", describe_input(run)) for name, run in inputs["runs"].items()]
+    evaluated = s.get("evaluate") or {}
+    options = inputs["options"] if inputs is not None else {}
+    for key in ("exclude", "candidates"):  # a model source's masks are inputs too
+        if options.get(key) is not None:
+            facts.append((key, describe_input(options[key])))
+    for key, label in (("ties", "ties"), ("relevance_threshold", "relevance threshold"),
+                       ("no_recs", "no-recs policy"), ("id_type", "id_type")):  # fmt: skip
+        value = evaluated.get(key, options.get(key))
+        if value is not None:
+            facts.append((label, f"{value:g}" if isinstance(value, float) else str(value)))
+    test = f"{_TEST[s['test']]}, two-sided"
+    if s["test"] == "randomization":
+        test += f", {s['n_permutations']} sign flips, seed {s['seed']}"
+    level = round(100 * s["confidence"], 6)
+    method = "BCa" if s["ci"] == "bca" else "percentile"
+    facts += [
+        ("test", test),
+        ("correction", _CORRECTION.get(s["correction"] or "", "none")),
+        ("alpha", f"{s['alpha']:g}"),
+        ("bootstrap", f"{level:g}% {method} interval, {s['n_resamples']} user-level "
+                      f"resamples, seed {s['seed']}"),
+        ("receval", __version__),
+        ("Python", platform.python_version()),
+        ("Polars", pl.__version__),
+        ("date", utc_now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
+    ]  # fmt: skip
+    return facts
+
+
+_MAX_CURVE_K = 100
+
+
+def curve_figures(cmp: Comparison) -> dict[str, Any]:
+    """The HTML report's curves, drawn from the comparison's inputs (none when they are not
+    known): metric@K for K = 1..K of each ranking metric with a cutoff (one curve per base
+    metric, its largest K, at most 100), and the runs' ROC curves when a classification
+    metric is among the compared ones."""
+
+    inputs = cmp.inputs
+    if inputs is None:
+        return {}
+    truth, runs, options = inputs["truth"], inputs["runs"], inputs["options"]
+    longest: dict[str, int] = {}
+    classification = False
+    for name in cmp.metrics:
+        m = parse_metric(name)
+        classification |= m.spec.family == "classification"
+        if m.spec.family == "ranking" and m.k is not None:
+            base = m.canonical.rsplit("@", 1)[0]
+            longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
+    figures: dict[str, Any] = {}
+    for base, k in longest.items():
+        figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
+    if classification:
+        keys = ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold",
+                "id_type")  # fmt: skip
+        roc_options = {key: options[key] for key in keys if key in options}
+        figures["ROC curves"] = plot.roc(truth, runs, **roc_options)
+    return figures
+
+
+def _html_provenance(cmp: Comparison) -> str:
+    e = html.escape
+    rows = "".join(
+        f'<tr><th scope="row">{e(label)}</th><td>{e(value)}</td></tr>'
+        for label, value in provenance(cmp)
+    )
+    return f'<h2>Provenance</h2><table id="provenance"><tbody>{rows}</tbody></table>'
+
+
+def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
+    """The means table, the tests table, the legend and the notes as an HTML fragment."""
+    cells, best = _cells(cmp), best_models(cmp)
+    e = html.escape
+    head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
+    body = []
+    for model in cmp.models:
+        tds = [f'<th scope="row">{e(_model_label(cmp, model))}</th>']
+        for key in cmp.metrics:
+            row = cells[model, key]
+            mean = e(_num(row["mean"], digits))
+            if model in best[key]:
+                mean = f"<strong>{mean}</strong>"
+            text = f'<span class="mean">{mean}</span>'
+            if row["significant"]:
+                text += f'<sup class="sig">{MARK}</sup>'
+            if row["ci_low"] is not None:
+                low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
+                text += f' <span class="ci">[{low}, {high}]</span>'
+            tds.append(f'<td data-model="{e(model)}" data-metric="{e(key)}">{text}</td>')
+        body.append("<tr>" + "".join(tds) + "</tr>")
+    parts = [
+        f'<table id="means"><thead><tr><th>model</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>",
+        f'<p class="legend">{e(legend(cmp))}</p>',
+    ]
+    tests = _test_rows(cmp, digits)
+    if tests:
+        names = ["model", "metric", "p", "p adjusted", "significant", "effect size", "paired users"]
+        t_head = "".join(f"<th>{e(h)}</th>" for h in names)
+        t_body = "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in tests)
+        parts.append(
+            f"<h2>Tests against {e(cmp.baseline)}</h2>"
+            f'<table id="tests"><thead><tr>{t_head}</tr></thead><tbody>{t_body}</tbody></table>'
+        )
+    notes = _notes(cmp)
+    if notes:
+        items = "".join(f"<li>{e(n)}</li>" for n in notes)
+        parts.append(f'<h2>Notes</h2><ul id="notes">{items}</ul>')
+    counts = "".join(
+        f"<tr><th scope='row'>{e(name)}</th>"
+        + "".join(f"<td>{v}</td>" for v in res.counts.to_dict().values())
+        + "</tr>"
+        for name, res in cmp.results.items()
+    )
+    c_head = "".join(f"<th>{e(k)}</th>" for k in next(iter(cmp.results.values())).counts.to_dict())
+    parts.append(
+        f'<h2>Users</h2><table id="counts"><thead><tr><th>model</th>{c_head}</tr></thead>'
+        f"<tbody>{counts}</tbody></table>"
+    )
+    return "\n".join(parts)
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 75em; }
+table { border-collapse: collapse; margin: 1em 0; }
+th, td { padding: 0.3em 0.8em; border-bottom: 1px solid #ccc; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead th { border-bottom: 2px solid #444; }
+.ci { color: #666; font-size: 0.85em; }
+.sig { color: #b00; }
+.legend { font-size: 0.9em; color: #444; max-width: 60em; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; height: auto; }
+"""
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def write_html(
+    cmp: Comparison,
+    path: str | os.PathLike[str],
+    *,
+    plots: bool = True,
+    curves: bool = True,
+    title: str = "receval comparison",
+    figures: Mapping[str, Any] | None = None,
+    digits: int = 4,
+) -> Path:
+    """Write the self-contained HTML report atomically (temporary file, then rename); see
+    :meth:`receval.Comparison.to_html`."""
+    target = Path(path)
+    if target.suffix.lower() not in (".html", ".htm"):
+        msg = f"cannot write {str(target)!r}: expected an .html path."
+        raise InputError(msg)
+    check_output_path(target)  # before drawing anything
+    figs: dict[str, Any] = {}
+    if plots:
+        figs["Means with bootstrap intervals"] = plot.intervals(cmp)
+        with_ci = set(cmp.table.filter(cmp.table["ci_low"].is_not_null())["metric"])
+        testable = [k for k in cmp.metrics if k in with_ci]
+        for key in testable:
+            figs[f"Per-user values: {key}"] = plot.per_user(cmp, key)
+        if curves:
+            figs.update(curve_figures(cmp))
+    figs.update(figures or {})
+    images = "".join(
+        f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
+        f"<figcaption>{html.escape(cap)}</figcaption></figure>"
+        for cap, fig in figs.items()
+    )
+    doc = (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>{html_tables(cmp, digits=digits)}"
+        f'<div id="plots">{images}</div>{_html_provenance(cmp)}</body></html>\n'
+    )
+    write_text(doc, target)
+    return target

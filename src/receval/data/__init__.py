@@ -1,0 +1,1 @@
+"""Reading and validating inputs, the canonical layout, the demo data generators."""

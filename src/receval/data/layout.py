@@ -1,0 +1,355 @@
+"""Validation and the canonical layout: flat columns plus per-user offsets.
+
+Polars does everything that moves data here: column checks, null/NaN checks, id type
+unification, grouping rows by user (run-length encoding of the user column, with a stable sort
+only when the input is not grouped yet) and item keys. String item ids become 64-bit hash keys
+for the kernel; every match and every duplicate the kernel reports on such keys is verified
+exactly against the strings afterwards, with an exact factorisation as the fallback, so a
+hash collision can never change a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, cast, get_args
+
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError
+from receval.kernels.ranking import TEXT_KEY_LIMIT, text_order_keys
+
+__all__ = [
+    "FLOAT_EXACT",
+    "INTERNAL",
+    "Grouped",
+    "IdType",
+    "IdTypeArg",
+    "assignments",
+    "cast_ids",
+    "check_column_names",
+    "check_frame",
+    "check_id_type",
+    "exact_item_keys",
+    "group_by_user",
+    "id_type_fix",
+    "inexact_integers_message",
+    "item_keys",
+    "not_integer_message",
+    "show_rows",
+    "trec_tie_keys",
+    "unify_ids",
+]
+
+Role = Literal["truth", "recs", "train", "items", "exclude", "candidates"]
+IdType = Literal["auto", "str", "int"]
+IdTypeArg = str | Mapping[str, str]  # a kind, or kinds by id ("user", "item"): check_id_type
+_SHOW = 5
+INTERNAL = "__receval"  # the prefix of columns receval adds (never shown to users)
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Rows of one input grouped by user: ``frame`` row order, run keys and offsets.
+
+    ``source`` is the frame in the caller's row order, for error messages.
+    """
+
+    frame: pl.DataFrame
+    keys: pl.Series
+    offsets: np.ndarray
+    source: pl.DataFrame
+
+    @property
+    def n_users(self) -> int:
+        """Number of users (runs)."""
+        return self.keys.len()
+
+
+def show_rows(frame: pl.DataFrame, mask: pl.Series | pl.Expr, columns: list[str]) -> str:
+    """The first few rows of ``frame`` where ``mask`` holds, one per line with the row index."""
+    shown = [c for c in columns if not c.startswith(INTERNAL)]  # never receval's own columns
+    rows = frame.with_row_index("row").filter(mask).select("row", *shown).head(_SHOW)
+    lines = []
+    for rec in rows.iter_rows(named=True):
+        row = rec.pop("row")
+        lines.append(f"  row {row}: " + ", ".join(f"{k}={v!r}" for k, v in rec.items()))
+    return "\n".join(lines)
+
+
+def check_frame(
+    frame: pl.DataFrame,
+    role: Role,
+    *,
+    id_cols: list[str],
+    value_col: str,
+    value_name: str,
+    fix: str,
+    allow_empty: bool = False,
+) -> pl.DataFrame:
+    """Validate one input and return a frame of exactly ``id_cols + [value_col]``.
+
+    The value column is cast to Float64; the input frame itself is never modified.
+    ``allow_empty``: a shard of a distributed evaluation may hold no row of this input.
+    """
+    if frame.height == 0 and not allow_empty:
+        msg = f"{role} is empty (0 rows); expected at least one row."
+        raise InputError(msg)
+    for col in [*id_cols, value_col]:
+        if col not in frame.columns:
+            msg = f"{role} is missing column {col!r} (columns found: {frame.columns}); " + (
+                fix if col == value_col else "pass user_col= / item_col= to name the id columns."
+            )
+            raise InputError(msg)
+    columns = [*id_cols, value_col]
+    out = frame.select(columns)
+    schema = out.schema
+    casts = []
+    for col in id_cols:
+        dtype = schema[col]
+        if isinstance(dtype, pl.Categorical | pl.Enum):
+            casts.append(pl.col(col).cast(pl.String))
+        elif not (dtype.is_integer() or dtype == pl.String):
+            msg = (
+                f"{role} column {col!r} holds ids and must be integers or strings; "
+                f"got {dtype}. Cast it first, e.g. pl.col({col!r}).cast(pl.Int64)."
+            )
+            raise InputError(msg)
+    vtype = schema[value_col]
+    if not (vtype.is_numeric() and vtype != pl.Boolean):
+        msg = f"{role} column {value_col!r} ({value_name}) must be numeric; got {vtype}."
+        if vtype == pl.String:  # e.g. a CSV column: show the values that are not numbers
+            text = pl.col(value_col)
+            bad = text.is_not_null() & text.cast(pl.Float64, strict=False).is_null()
+            rows = show_rows(out, bad, columns)
+            msg += f" First values that are not numbers:\n{rows}" if rows else ""
+        raise InputError(msg)
+    if vtype.is_integer():
+        _check_exact_integers(out, role, value_col, value_name, columns)
+    casts.append(pl.col(value_col).cast(pl.Float64))
+    out = out.with_columns(casts)
+
+    nulls = out.null_count().row(0, named=True)
+    for col in columns:
+        if nulls[col]:
+            msg = (
+                f"{role} has {nulls[col]} null value(s) in column {col!r}; expected none. "
+                f"First offending rows:\n{show_rows(out, pl.col(col).is_null(), columns)}"
+            )
+            raise InputError(msg)
+    bad = out.select(pl.col(value_col).is_nan().sum()).item()
+    if bad:
+        msg = (
+            f"{role} has {bad} NaN value(s) in column {value_col!r} ({value_name}); expected "
+            f"numbers. First offending rows:\n{show_rows(out, pl.col(value_col).is_nan(), columns)}"
+        )
+        raise InputError(msg)
+    if role == "truth":
+        inf = out.select(pl.col(value_col).is_infinite().sum()).item()
+        if inf:
+            mask = pl.col(value_col).is_infinite()
+            msg = (
+                f"{role} has {inf} infinite value(s) in column {value_col!r} ({value_name}); "
+                f"expected finite numbers. First offending rows:\n{show_rows(out, mask, columns)}"
+            )
+            raise InputError(msg)
+    return out
+
+
+def assignments(text: str, msg: str) -> dict[str, str]:
+    """``"a=x,b=y"`` as ``{"a": "x", "b": "y"}`` (the text form of options given by key);
+    :class:`InputError` with ``msg`` when a part has no ``=`` or a key repeats."""
+    pairs: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = (p.strip() for p in part.partition("="))
+        if not sep or key in pairs:
+            raise InputError(msg)
+        pairs[key] = value
+    return pairs
+
+
+def check_id_type(value: object) -> dict[str, IdType]:
+    """``id_type`` as ``{"user": kind, "item": kind}``, or :class:`InputError`.
+
+    ``value``: one kind for every id (``"auto"``, ``"str"``, ``"int"``), or kinds by id,
+    ``{"item": "int"}`` or as text ``"item=int"`` / ``"user=str,item=int"`` (an id not named
+    is ``"auto"``).
+    """
+    choices = get_args(IdType)
+    msg = (
+        f"id_type must be one of {', '.join(choices)}, or kinds by id such as "
+        f"{{'item': 'int'}} (as text: 'item=int' or 'user=str,item=int'); got {value!r}."
+    )
+    if isinstance(value, str):
+        if value in choices:
+            return {"user": cast(IdType, value), "item": cast(IdType, value)}
+        value = assignments(value, msg)
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(msg)
+    out: dict[str, IdType] = {"user": "auto", "item": "auto"}
+    for key, kind in value.items():
+        if key not in out or not isinstance(kind, str) or kind not in choices:
+            raise InputError(msg)
+        out[key] = cast(IdType, kind)
+    return out
+
+
+def not_integer_message(role: str, col: str, count: int, rows: str) -> str:
+    """The error when ``id_type="int"`` meets ids that are not 64-bit integers."""
+    return (
+        f"{role} has {count} value(s) in column {col!r} that are not 64-bit integers "
+        "(id_type 'int' reads these ids as integers); expected integer ids such as 42, or "
+        f"id_type='str' (CLI --id-type str) to compare ids as text. First offending rows:\n{rows}"
+    )
+
+
+def cast_ids(frame: pl.DataFrame, role: Role, kinds: Mapping[str, IdType]) -> pl.DataFrame:
+    """Give each id column of a checked frame (integers or strings) the type its kind asks
+    (``kinds``: column -> kind).
+
+    ``"auto"`` keeps a column; ``"str"`` casts it to String (integers become their decimal
+    text); ``"int"`` casts it to Int64 strictly (``"007"`` becomes 7): a value that is not an
+    integer in the int64 range raises :class:`InputError` with the first offending rows.
+    """
+    schema = frame.schema
+    columns = []
+    for col, kind in kinds.items():
+        if kind == "str" and schema[col] != pl.String:
+            columns.append(frame[col].cast(pl.String))
+        elif kind == "int" and schema[col] != pl.Int64:
+            values = frame[col].cast(pl.Int64, strict=False)
+            bad = values.is_null() & frame[col].is_not_null()
+            count = int(bad.sum())
+            if count:
+                rows = show_rows(frame, bad, list(kinds))
+                raise InputError(not_integer_message(role, col, count, rows))
+            columns.append(values)
+    return frame.with_columns(columns) if columns else frame
+
+
+def id_type_fix(what: str) -> str:
+    """How ``id_type`` resolves integer ids on one side and text ids on the other."""
+    return (
+        f"CSV, TSV and TREC files give text ids: pass id_type='int' (CLI --id-type int) or "
+        f"id_type={{'{what}': 'int'}} (--id-type {what}=int) to read ids as integers, or "
+        "id_type='str' (--id-type str) to read every id as text,"
+    )
+
+
+def check_column_names(names: Mapping[str, object], table: str) -> None:
+    """Column-name options of one input: strings, and no two naming the same column."""
+    seen: dict[str, str] = {}
+    for option, name in names.items():
+        if not isinstance(name, str) or not name:
+            msg = f"{option} must be a column name (a non-empty string); got {name!r}."
+            raise InputError(msg)
+        if name in seen:
+            msg = (
+                f"{seen[name]} and {option} both name column {name!r} of {table}; each must "
+                "name a different column."
+            )
+            raise InputError(msg)
+        seen[name] = option
+
+
+FLOAT_EXACT = 2**53  # every integer up to this magnitude is exact in float64
+
+
+def inexact_integers_message(what: str, count: int, fix: str) -> str:
+    """The error for integers that float64 cannot hold exactly (distinct values would tie)."""
+    return (
+        f"{what} has {count} integer value(s) beyond ±2^53 that float64 cannot hold exactly, "
+        f"so distinct values would compare equal and silently tie; {fix}"
+    )
+
+
+def _check_exact_integers(
+    frame: pl.DataFrame, role: Role, value_col: str, value_name: str, columns: list[str]
+) -> None:
+    """Refuse integer values that change when they become float64 (beyond 2^53)."""
+    col = pl.col(value_col)
+    wide = col.cast(pl.Int128)
+    inexact = (wide.abs() > FLOAT_EXACT) & (col.cast(pl.Float64).cast(pl.Int128) != wide)
+    count = frame.select(inexact.sum()).item()
+    if count:
+        fix = (
+            f"rescale them (subtract the smallest {value_name}, or use ranks) first. First "
+            f"offending rows:\n{show_rows(frame, inexact, columns)}"
+        )
+        raise InputError(
+            inexact_integers_message(f"{role} column {value_col!r} ({value_name})", count, fix)
+        )
+
+
+def unify_ids(
+    truth: pl.DataFrame, recs: pl.DataFrame, col: str, what: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Give ``col`` one type in both frames: Int64 for integers, String for strings."""
+    t, r = truth.schema[col], recs.schema[col]
+    if t == r:
+        return truth, recs
+    if t.is_integer() and r.is_integer():
+        # unsigned ids past 2^63 - 1 do not fit Int64: compare both sides by their decimal
+        # text instead, which keeps every id distinct (never a wrap-around onto a negative id)
+        wide = any(
+            frame.schema[col] == pl.UInt64 and (frame[col].max() or 0) > 2**63 - 1  # type: ignore[operator]
+            for frame in (truth, recs)
+        )
+        kind = pl.String if wide else pl.Int64
+        return truth.with_columns(pl.col(col).cast(kind)), recs.with_columns(pl.col(col).cast(kind))
+    if t == pl.String and r == pl.String:
+        return truth, recs
+    msg = (
+        f"{what} ids of truth and recs have different types: truth column {col!r} is {t}, "
+        f"recs column {col!r} is {r}; expected both integers or both strings. {id_type_fix(what)} "
+        f"or convert one side, e.g. pl.col({col!r}).cast(pl.String)."
+    )
+    raise InputError(msg)
+
+
+def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
+    """Group rows by user, keeping input order within a user (a stable sort if needed)."""
+    source = frame
+    runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
+    if not runs["value"].is_unique().all():
+        frame = frame.sort(user_col, maintain_order=True)
+        runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
+    offsets = np.zeros(runs.height + 1, dtype=np.int64)
+    np.cumsum(runs["len"].to_numpy(), out=offsets[1:])
+    return Grouped(frame, runs["value"].alias(user_col), offsets, source)
+
+
+def item_keys(series: pl.Series) -> np.ndarray:
+    """int64 keys of item ids: the ids themselves, or a 64-bit hash of string ids."""
+    if series.dtype == pl.String:
+        return np.ascontiguousarray(series.hash(seed=0x5EC).to_numpy().view(np.int64))
+    return np.ascontiguousarray(series.to_numpy(), dtype=np.int64)
+
+
+def exact_item_keys(truth_items: pl.Series, recs_items: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Dense int64 codes shared by both sides (exact; used when hash keys collide)."""
+    both = pl.concat([truth_items, recs_items]).cast(pl.Categorical).to_physical()
+    codes = both.cast(pl.Int64).to_numpy()
+    n = truth_items.len()
+    return np.ascontiguousarray(codes[:n]), np.ascontiguousarray(codes[n:])
+
+
+def trec_tie_keys(items: pl.Series, keys: np.ndarray) -> np.ndarray:
+    """Per row, a key that orders item ids as their text compares (trec_eval order).
+
+    Integer ids in [0, 10^15) get their key directly (:func:`text_order_keys`). Otherwise
+    ``keys``, the kernel's item keys of the same rows (equal ids have equal keys, distinct ids
+    distinct keys), pick one id per key; those ids are ranked as text and joined back.
+    """
+    if items.dtype.is_integer() and keys.size:
+        low, high = int(keys.min()), int(keys.max())
+        if low >= 0 and high < TEXT_KEY_LIMIT:
+            return text_order_keys(keys)
+    rows = pl.DataFrame({"key": keys, "id": items})
+    uniq = rows.unique(subset="key", keep="any")
+    uniq = uniq.select(
+        "key", pl.col("id").cast(pl.String).rank("ordinal").cast(pl.Int64).alias("r")
+    )
+    keyed = rows.select("key").join(uniq, on="key", how="left", maintain_order="left")
+    return np.ascontiguousarray(keyed["r"].to_numpy(), dtype=np.int64)

@@ -1,0 +1,1 @@
+"""Engines over the families: local, model sources, shard merge, Spark."""

@@ -1,0 +1,1498 @@
+"""Evaluation from a model: exact full-catalog metrics from factors or a score function.
+
+:class:`FactorModel` (user and item factors, dot product or cosine) and :class:`ScoreModel`
+(any function scoring every catalog item for a batch of users) stand in for a recommendations
+table in :func:`receval.evaluate` and :func:`receval.compare`; :func:`topk` returns the top-K
+table itself. docs/model.md describes the semantics; in short:
+
+* A user's candidates are the catalog (the model's item ids), restricted by ``candidates`` and
+  minus the user's ``exclude`` rows. Scores are computed in blocks of users sized from
+  ``block_memory``; the score matrix is never materialised.
+* Each block is read once by :func:`receval.kernels.model.scan_block`: for every truth item,
+  the candidates scoring above it and tied with it, which give its exact position in the full
+  ranking under every tie policy; and each user's top K, for the beyond-accuracy metrics.
+* Ranking metrics and ``gauc`` follow exactly from those counts; rating metrics use the score
+  of each truth pair; beyond-accuracy metrics read the top-K lists. Every number equals
+  :func:`receval.evaluate` on the full ranked table (one row per user and candidate, in catalog
+  order), which is never built.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, replace
+from typing import Any, Literal, get_args
+
+import numba
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError, MetricError
+from receval.arrays import classification as C
+from receval.data.io import Inputs, check_exists
+from receval.data.layout import (
+    IdType,
+    Role,
+    cast_ids,
+    check_frame,
+    check_id_type,
+    group_by_user,
+    id_type_fix,
+    item_keys,
+    show_rows,
+    trec_tie_keys,
+)
+from receval.families.beyond import beyond_part, read_train, unify_items
+from receval.families.contract import (
+    NoRecsPolicy,
+    Part,
+    Prepared,
+    TiesPolicy,
+    merge,
+    no_evaluated_message,
+    per_user_frame,
+    warn_unused_relevance,
+)
+from receval.families.pointwise import raise_no_recs, rating_part, warn_nan
+from receval.families.ranking import (
+    POLICY,
+    KernelOutput,
+    match,
+    match_users,
+    plan_arrays,
+    ranking_part,
+)
+from receval.kernels import model as MK
+from receval.kernels.ranking import frozen
+from receval.metrics.registry import Metric
+
+__all__ = ["FactorModel", "ScoreModel", "evaluate_model", "is_model", "topk"]
+
+Similarity = Literal["dot", "cosine"]
+ExcludedTruth = Literal["drop", "raise"]
+
+DEFAULT_BLOCK_MEMORY = "256MiB"
+_GLOBAL_ONLY = ("auc", "average_precision", "logloss", "accuracy", "ppv", "tpr", "fpr", "tnr",
+                "fbeta_score")  # fmt: skip
+_USERS_PER_CHUNK = 64
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------- models
+
+
+def _is_torch(value: object) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _ids(values: Any, n: int, name: str, rows: str) -> pl.Series:
+    """Model ids as a Polars Series (Int64 or String): ``0 .. n-1`` when None."""
+    if values is None:
+        return pl.Series(name, np.arange(n, dtype=np.int64))
+    if _is_torch(values):
+        values = values.detach().cpu().numpy()
+    try:
+        series = pl.Series(name, values)
+    except (TypeError, ValueError, OverflowError) as exc:
+        msg = f"{name} must be a 1-D sequence of integer or string ids; could not read it ({exc})."
+        raise InputError(msg) from None
+    dtype = series.dtype
+    if isinstance(dtype, pl.Categorical | pl.Enum):
+        series = series.cast(pl.String)
+    elif dtype.is_integer():
+        if dtype == pl.UInt64 and series.len() and (series.max() or 0) > 2**63 - 1:  # type: ignore[operator]
+            series = series.cast(pl.String)
+        else:
+            series = series.cast(pl.Int64)
+    elif dtype != pl.String:
+        msg = f"{name} must hold integer or string ids; got {dtype}."
+        raise InputError(msg)
+    if series.len() != n:
+        msg = f"{name} has {series.len()} ids; expected one per row of {rows} ({n})."
+        raise InputError(msg)
+    nulls = series.null_count()
+    if nulls:
+        msg = f"{name} has {nulls} null id(s); expected none."
+        raise InputError(msg)
+    dup = series.is_duplicated()
+    if dup.any():
+        shown = series.filter(dup).unique(maintain_order=True).head(5).to_list()
+        msg = f"{name} has {int(dup.sum())} repeated id(s), e.g. {shown}; expected distinct ids."
+        raise InputError(msg)
+    return series
+
+
+def _factor_matrix(values: Any, name: str) -> Any:
+    """A checked 2-D float factor matrix: a NumPy array (float32 or float64) or a torch
+    tensor (floating, on its device)."""
+    if _is_torch(values):
+        import torch
+
+        if values.ndim != 2:
+            msg = f"{name} must be a 2-D matrix (rows x factors); got shape {tuple(values.shape)}."
+            raise InputError(msg)
+        if not torch.is_floating_point(values):
+            values = values.to(torch.float64)
+        bad = int((~torch.isfinite(values)).sum())
+        if bad:
+            rows = torch.nonzero(~torch.isfinite(values).all(dim=1)).flatten()[:5].tolist()
+            msg = (
+                f"{name} has {bad} NaN or infinite value(s) (rows {rows}); expected finite numbers."
+            )
+            raise InputError(msg)
+        return values.detach()
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError) as exc:
+        msg = f"{name} must be a 2-D numeric matrix; could not read it ({exc})."
+        raise InputError(msg) from None
+    if array.ndim != 2:
+        msg = f"{name} must be a 2-D matrix (rows x factors); got shape {array.shape}."
+        raise InputError(msg)
+    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number):
+        msg = f"{name} must be numeric; got dtype {array.dtype}."
+        raise InputError(msg)
+    if np.issubdtype(array.dtype, np.complexfloating):
+        msg = f"{name} must be real numbers; got dtype {array.dtype}."
+        raise InputError(msg)
+    if array.dtype not in (np.float32, np.float64):
+        array = array.astype(np.float64)
+    finite = np.isfinite(array).all(axis=1)
+    if not finite.all():
+        bad_rows = np.flatnonzero(~finite)
+        msg = (
+            f"{name} has NaN or infinite values in {bad_rows.size} row(s) (rows "
+            f"{bad_rows[:5].tolist()}); expected finite numbers."
+        )
+        raise InputError(msg)
+    return array
+
+
+class FactorModel:
+    """A model given by user and item factors: ``score(u, i) = user_factors[u] ·
+    item_factors[i]`` (``similarity="cosine"``: divided by both norms).
+
+    Parameters
+    ----------
+    user_factors, item_factors:
+        ``(n_users x d)`` and ``(n_items x d)`` matrices: NumPy arrays (float32 is scored in
+        float32, float64 in float64, integers as float64) or torch tensors (scored by torch on
+        their device, for example a GPU).
+    user_ids, item_ids:
+        The ids the rows stand for (arrays, lists, pandas or Polars Series; integers or
+        strings, distinct); default ``0 .. n-1``. The item ids are the catalog.
+    similarity:
+        ``"dot"`` (default) or ``"cosine"``.
+    device:
+        The torch device to score on (``"cuda"``, ``"cuda:1"``, ``"cpu"``, ...): the factors
+        are moved there and torch computes the products, the masks, the counts and the top K
+        on it (``pip install "receval[torch]"``). Default: tensors on a GPU are scored on
+        their device; NumPy arrays and tensors in CPU memory take the NumPy path (BLAS and
+        Numba threads; a CPU tensor is read without a copy), the faster one on a CPU.
+
+    Examples
+    --------
+    >>> import numpy as np, receval
+    >>> model = receval.FactorModel(np.eye(2), np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]),
+    ...                             user_ids=["ann", "bob"], item_ids=["a", "b", "c"])
+    >>> receval.topk(model, 2)
+    shape: (4, 4)
+    ┌──────┬──────┬───────┬──────┐
+    │ user ┆ item ┆ score ┆ rank │
+    │ ---  ┆ ---  ┆ ---   ┆ ---  │
+    │ str  ┆ str  ┆ f64   ┆ i64  │
+    ╞══════╪══════╪═══════╪══════╡
+    │ ann  ┆ a    ┆ 1.0   ┆ 1    │
+    │ ann  ┆ b    ┆ 0.5   ┆ 2    │
+    │ bob  ┆ c    ┆ 1.0   ┆ 1    │
+    │ bob  ┆ b    ┆ 0.5   ┆ 2    │
+    └──────┴──────┴───────┴──────┘
+    """
+
+    def __init__(
+        self,
+        user_factors: Any,
+        item_factors: Any,
+        *,
+        user_ids: Any = None,
+        item_ids: Any = None,
+        similarity: Similarity = "dot",
+        device: str | None = None,
+    ) -> None:
+        if similarity not in get_args(Similarity):
+            msg = (
+                f"similarity must be one of {', '.join(get_args(Similarity))}; got {similarity!r}."
+            )
+            raise InputError(msg)
+        users = _on_device(_factor_matrix(user_factors, "user_factors"), device)
+        items = _on_device(_factor_matrix(item_factors, "item_factors"), device)
+        if _is_torch(users) != _is_torch(items):
+            msg = (
+                "user_factors and item_factors must both be NumPy arrays or both torch tensors; "
+                f"got {type(user_factors).__name__} and {type(item_factors).__name__}."
+            )
+            raise InputError(msg)
+        if users.shape[1] != items.shape[1]:
+            msg = (
+                f"user_factors and item_factors must have the same number of factors (columns); "
+                f"got {users.shape[1]} and {items.shape[1]}."
+            )
+            raise InputError(msg)
+        if _is_torch(users):
+            if users.device != items.device:
+                msg = (
+                    f"user_factors and item_factors must be on one device; got {users.device} "
+                    f"and {items.device}."
+                )
+                raise InputError(msg)
+            if users.dtype != items.dtype:
+                users = users.to(items.dtype)
+        elif users.dtype != items.dtype:  # float32 with float64: score in float64
+            users = users.astype(np.float64)
+            items = items.astype(np.float64)
+        if similarity == "cosine":
+            users = _normalised(users, "user_factors")
+            items = _normalised(items, "item_factors")
+        self.user_factors = users
+        self.item_factors = items
+        self.user_ids = _ids(user_ids, users.shape[0], "user_ids", "user_factors")
+        self.item_ids = _ids(item_ids, items.shape[0], "item_ids", "item_factors")
+        self.similarity = similarity
+
+    @property
+    def uses_torch(self) -> bool:
+        """Whether the factors are torch tensors (scored by torch on their device)."""
+        return _is_torch(self.item_factors)
+
+    def __repr__(self) -> str:
+        u, i = self.user_factors.shape, self.item_factors.shape
+        return (
+            f"FactorModel(users={u[0]}, items={i[0]}, factors={u[1]}, "
+            f"dtype={str(self.item_factors.dtype).replace('torch.', '')}, "
+            f"similarity={self.similarity!r})"
+        )
+
+
+def _on_device(factors: Any, device: str | None) -> Any:
+    """``factors`` where they are scored: a torch tensor on ``device``; without a device, a
+    tensor in CPU memory as a NumPy array (no copy), anything else as it is."""
+    if device is None:
+        if _is_torch(factors) and factors.device.type == "cpu":
+            return factors.numpy()
+        return factors
+    if not isinstance(device, str):
+        msg = f"device must be a torch device name such as 'cuda' or 'cpu'; got {device!r}."
+        raise InputError(msg)
+    try:
+        import torch
+    except ImportError:
+        msg = (
+            f"device={device!r} scores with torch, which is not installed: "
+            'pip install "receval[torch]" (or leave device out: NumPy scores on the CPU).'
+        )
+        raise InputError(msg) from None
+    try:
+        tensor = factors if _is_torch(factors) else torch.from_numpy(factors)
+        return tensor.to(torch.device(device))
+    except (RuntimeError, AssertionError) as exc:
+        msg = f"device={device!r} is not a torch device that can be used here ({exc})."
+        raise InputError(msg) from None
+
+
+def _normalised(factors: Any, name: str) -> Any:
+    """Rows divided by their Euclidean norms (a zero row is an error)."""
+    if _is_torch(factors):
+        import torch
+
+        norms = torch.linalg.vector_norm(factors, dim=1, keepdim=True)
+        zero = torch.nonzero(norms.flatten() == 0).flatten()
+        if zero.numel():
+            msg = (
+                f"{name} has {zero.numel()} zero row(s) (rows {zero[:5].tolist()}): cosine "
+                "similarity is undefined for them."
+            )
+            raise InputError(msg)
+        return factors / norms
+    lengths = np.linalg.norm(factors, axis=1, keepdims=True)
+    zeros = np.flatnonzero(lengths == 0)
+    if zeros.size:
+        msg = (
+            f"{name} has {zeros.size} zero row(s) (rows {zeros[:5].tolist()}): cosine similarity "
+            "is undefined for them."
+        )
+        raise InputError(msg)
+    return factors / lengths
+
+
+class ScoreModel:
+    """A model given by a function that scores every catalog item for a batch of users.
+
+    Parameters
+    ----------
+    fn:
+        ``fn(user_ids) -> scores``: ``user_ids`` a NumPy array of user ids (int64, or an object
+        array of strings, as truth's ids), ``scores`` a ``(len(user_ids) x len(item_ids))``
+        array of floats (NumPy, or a torch tensor on any device), higher is better, columns in
+        ``item_ids`` order. NaN or infinite scores are an error (use ``exclude`` or
+        ``candidates`` to leave items out).
+    item_ids:
+        The catalog: the item id of each column.
+    user_ids:
+        The users ``fn`` knows (optional): truth users outside it are not scored and have no
+        recommendations (``no_recs`` applies), as with a FactorModel. Default: every truth
+        user is passed to ``fn``.
+
+    Examples
+    --------
+    >>> import numpy as np, receval
+    >>> popularity = np.array([3.0, 1.0, 2.0])
+    >>> def scores(users):
+    ...     return np.tile(popularity, (len(users), 1))
+    >>> model = receval.ScoreModel(scores, ["a", "b", "c"])
+    >>> receval.evaluate({"u": {"c": 1}}, model, ["mrr", "recall@1"], exclude={"u": ["a"]}).means
+    {'mrr': 1.0, 'recall@1': 1.0}
+    """
+
+    def __init__(
+        self, fn: Callable[[np.ndarray], Any], item_ids: Any, *, user_ids: Any = None
+    ) -> None:
+        if not callable(fn):
+            msg = f"fn must be a function of a batch of user ids; got {type(fn).__name__}."
+            raise InputError(msg)
+        if item_ids is None:
+            msg = "item_ids must give the item id of each column that fn returns; got None."
+            raise InputError(msg)
+        n = len(item_ids)
+        self.fn = fn
+        self.item_ids = _ids(item_ids, n, "item_ids", "the columns fn returns")
+        self.user_ids: pl.Series | None = None
+        if user_ids is not None:
+            self.user_ids = _ids(user_ids, len(user_ids), "user_ids", "user_ids")
+
+    @property
+    def uses_torch(self) -> bool:
+        """False: the function's output (NumPy or torch) is read on the CPU."""
+        return False
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return f"ScoreModel({name}, items={self.item_ids.len()})"
+
+
+Model = FactorModel | ScoreModel
+
+
+def is_model(value: object) -> bool:
+    """Whether ``value`` is a model source (:class:`FactorModel` or :class:`ScoreModel`)."""
+    return isinstance(value, FactorModel | ScoreModel)
+
+
+# ----------------------------------------------------------------------------------- options
+
+
+def parse_memory(value: object) -> int:
+    """``block_memory`` in bytes: a positive integer or a text such as ``"256MiB"``, ``"2GB"``."""
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, int) and value > 0:
+        return value
+    if isinstance(value, str):
+        found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", value)
+        if found and found.group(2).lower() in _UNITS:
+            size = float(found.group(1)) * _UNITS[found.group(2).lower()]
+            if size >= 1:
+                return int(size)
+    msg = (
+        "block_memory must be a positive number of bytes or a size such as '256MiB' or '2GB'; "
+        f"got {value!r}."
+    )
+    raise InputError(msg)
+
+
+@dataclass(frozen=True)
+class _Catalog:
+    """The columns scored: catalog indices (None: every item) and each catalog item's column
+    (-1: not scored)."""
+
+    ids: pl.Series
+    cols: np.ndarray | None
+    col_of: np.ndarray
+
+    @property
+    def n_cols(self) -> int:
+        return self.ids.len() if self.cols is None else int(self.cols.shape[0])
+
+
+def _unify(left: pl.Series, right: pl.Series, what: str, side: str) -> tuple[pl.Series, pl.Series]:
+    """``left`` (from a table) and ``right`` (the model's ids) with one id type."""
+    lt, rt = left.dtype, right.dtype
+    if lt == rt:
+        return left, right
+    if lt.is_integer() and rt.is_integer():
+        return left.cast(pl.Int64), right.cast(pl.Int64)
+    msg = (
+        f"{what} ids of {side} and the model's {what}_ids have different types: {side} has "
+        f"{lt}, the model {rt}; expected both integers or both strings. {id_type_fix(what)} "
+        f"or pass the model's {what}_ids as {'text' if lt == pl.String else 'integers'}."
+    )
+    raise InputError(msg)
+
+
+def _read_pairs(
+    data: Any, role: Literal["exclude", "candidates"], inputs: Inputs, kinds: dict[str, IdType]
+) -> pl.DataFrame | None:
+    """(user, item) rows of ``exclude`` or per-user ``candidates``: a table, a file or a dict
+    ``{user: [items]}`` / ``{user: {item: value}}``; None when there is none."""
+    user_col, item_col = inputs.user_col, inputs.item_col
+    if isinstance(data, dict):
+        rows: list[tuple[Any, Any]] = []
+        for user, listed in data.items():
+            if isinstance(listed, str | bytes) or not isinstance(
+                listed, Sequence | set | np.ndarray | dict
+            ):
+                msg = (
+                    f"{role} must map each user to a list of items (or a dict of items); user "
+                    f"{user!r} has {type(listed).__name__}."
+                )
+                raise InputError(msg)
+            rows.extend((user, item) for item in listed)
+        if not rows:
+            return None
+        try:
+            frame = pl.DataFrame(rows, schema=[user_col, item_col], orient="row")
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = (
+                f"{role} ids must be integers or strings, one type for users and one for "
+                f"items; could not read them ({exc})."
+            )
+            raise InputError(msg) from None
+    else:
+        check_exists(data, role)
+        frame = inputs.read(data, role, "__receval_value")
+        for col, what in ((user_col, "user"), (item_col, "item")):
+            if col not in frame.columns:
+                msg = (
+                    f"{role} is missing column {col!r} (columns found: {frame.columns}); "
+                    f"expected the {what} ids there (user_col= / item_col= name them)."
+                )
+                raise InputError(msg)
+    if "__receval_value" not in frame.columns:
+        frame = frame.with_columns(pl.lit(0.0).alias("__receval_value"))
+    checked = check_frame(
+        frame, role, id_cols=[user_col, item_col], value_col="__receval_value",
+        value_name="value", fix="", allow_empty=True,
+    )  # fmt: skip
+    if checked.height == 0:
+        return None
+    return _cast(checked.select(user_col, item_col), role, kinds, [user_col, item_col])
+
+
+def _cast(
+    frame: pl.DataFrame, role: Role, kinds: dict[str, IdType], cols: list[str]
+) -> pl.DataFrame:
+    """The id columns ``cols`` (user, item) cast as ``id_type`` asks (:func:`cast_ids`)."""
+    return cast_ids(
+        frame, role, {c: kinds[w] for c, w in zip(cols, ("user", "item"), strict=False)}
+    )
+
+
+def _catalog(
+    model: Model, candidates: Any, item_col: str, kinds: dict[str, IdType]
+) -> tuple[_Catalog, pl.DataFrame | None]:
+    """The scored columns and, for per-user candidates, their (user, item) rows unread."""
+    ids = model.item_ids
+    if kinds["item"] == "str" and ids.dtype != pl.String:
+        ids = ids.cast(pl.String)
+    n = ids.len()
+    if candidates is None or _per_user(candidates):
+        return _Catalog(ids, None, np.arange(n, dtype=np.int64)), None
+    try:
+        subset = pl.Series("candidates", candidates)
+    except (TypeError, ValueError, OverflowError) as exc:
+        msg = (
+            "candidates must be item ids, a (user, item) table or a dict; could not read "
+            f"them ({exc})."
+        )
+        raise InputError(msg) from None
+    if subset.dtype.is_integer():
+        subset = subset.cast(pl.Int64)
+    subset, ids2 = _unify(subset, ids, "item", "candidates")
+    at = match_users(subset, ids2)
+    missing = int((at < 0).sum())
+    if missing:
+        shown = subset.filter(pl.Series(at < 0)).head(5).to_list()
+        msg = (
+            f"candidates has {missing} item id(s) not in the model's item_ids, e.g. {shown}; "
+            "expected catalog items."
+        )
+        raise InputError(msg)
+    cols = np.unique(at)
+    col_of = np.full(n, -1, dtype=np.int64)
+    col_of[cols] = np.arange(cols.size, dtype=np.int64)
+    return _Catalog(ids2, cols, col_of), None
+
+
+def _is_table(value: object) -> bool:
+    import os
+
+    if isinstance(value, str | os.PathLike | pl.DataFrame | pl.LazyFrame):
+        return True
+    module = type(value).__module__.split(".")[0]
+    return module in ("pandas", "pyarrow") and hasattr(value, "columns")
+
+
+_KEY = np.int64(2**32)  # (user, column) pairs as one int64: user * _KEY + column
+
+
+def _csr(users: np.ndarray, cols: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and sorted, distinct columns per user of (user, column) pairs (both >= 0)."""
+    key = np.sort(users * _KEY + cols)  # a sort, then drop repeats (np.unique hashes: slower)
+    if key.size:
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]
+    users, cols = key // _KEY, key % _KEY
+    offsets = np.zeros(n_users + 1, dtype=np.int64)
+    np.cumsum(np.bincount(users, minlength=n_users), out=offsets[1:])
+    return offsets, np.ascontiguousarray(cols, dtype=np.int64)
+
+
+# ------------------------------------------------------------------------------- scoring
+
+
+class _Scorer:
+    """A model's scores over the scored columns (the catalog, or its global candidates), and
+    what their scan needs to know: the item side, the score size, whether to check for
+    overflow."""
+
+    def __init__(self, model: Model, catalog: _Catalog) -> None:
+        self.model = model
+        self.catalog = catalog
+        self.check_finite = True
+        self.col_ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+        if isinstance(model, FactorModel):
+            items = model.item_factors
+            if catalog.cols is not None:
+                items = (
+                    items[catalog.cols]
+                    if not model.uses_torch
+                    else items[_torch_index(catalog.cols, items.device)]
+                )
+            self.items_t = items.T if not model.uses_torch else items.T.contiguous()
+            self.itemsize = 4 if str(items.dtype) in ("float32", "torch.float32") else 8
+            # |u . i| <= |u| |i|: no overflow possible below the float's range, no check then
+            if model.uses_torch:
+                import torch
+
+                u_norm = torch.linalg.vector_norm(model.user_factors, dim=1)
+                i_norm = torch.linalg.vector_norm(items, dim=1)
+                fmax = float(torch.finfo(items.dtype).max)
+            else:
+                with np.errstate(over="ignore"):  # an infinite bound: scores are checked
+                    u_norm = np.linalg.norm(model.user_factors, axis=1)
+                    i_norm = np.linalg.norm(items, axis=1)
+                fmax = float(np.finfo(items.dtype).max)
+            bound = 0.0
+            if u_norm.shape[0] and i_norm.shape[0]:
+                bound = float(u_norm.max()) * float(i_norm.max())
+            self.check_finite = not bound < fmax / 2
+        else:
+            self.itemsize = 8
+
+    def block(self, rows: np.ndarray, users: pl.Series) -> Any:
+        """Scores of the users at model ``rows`` (a FactorModel on a torch device: a tensor
+        there) or with ids ``users`` (a ScoreModel: a NumPy array). NumPy factors are scored
+        by :func:`_scan_factors`."""
+        model = self.model
+        if isinstance(model, FactorModel):  # stays on the device: _model_torch scans it there
+            import torch
+
+            with torch.no_grad():
+                idx = _torch_index(rows, model.user_factors.device)
+                scores_t = model.user_factors[idx] @ self.items_t
+                if self.check_finite and not bool(torch.isfinite(scores_t).all()):
+                    bad = scores_t.cpu().numpy()
+                    _check_scores(bad, users, "the factors' products", self.col_ids)
+            return scores_t
+        batch = users.to_numpy()
+        if batch.dtype == np.object_ or users.dtype == pl.String:
+            batch = np.array(users.to_list(), dtype=object)
+        out = model.fn(batch)
+        if _is_torch(out):
+            out = out.detach().cpu().numpy()
+        try:
+            scores = np.asarray(out)
+        except (TypeError, ValueError) as exc:
+            msg = (
+                "the score function must return a 2-D array of floats; could not read its "
+                f"output ({exc})."
+            )
+            raise InputError(msg) from None
+        n_items = model.item_ids.len()
+        if scores.shape != (batch.shape[0], n_items):
+            msg = (
+                f"the score function returned shape {scores.shape} for {batch.shape[0]} user(s); "
+                f"expected ({batch.shape[0]}, {n_items}): one row per user, one column per item "
+                "of item_ids."
+            )
+            raise InputError(msg)
+        if (
+            scores.dtype == np.bool_
+            or not np.issubdtype(scores.dtype, np.number)
+            or np.issubdtype(scores.dtype, np.complexfloating)
+        ):
+            msg = f"the score function must return real numbers; got dtype {scores.dtype}."
+            raise InputError(msg)
+        if scores.dtype not in (np.float32, np.float64):
+            scores = scores.astype(np.float64)
+        _check_scores(scores, users, "the score function", model.item_ids)  # before the subset
+        if self.catalog.cols is not None:
+            scores = scores[:, self.catalog.cols]
+        return np.ascontiguousarray(scores)
+
+
+def _torch_index(rows: np.ndarray, device: Any) -> Any:
+    import torch
+
+    return torch.as_tensor(rows, dtype=torch.int64, device=device)
+
+
+def _check_scores(
+    scores: np.ndarray, users: pl.Series, source: str, items: pl.Series | None
+) -> None:
+    """Refuse NaN and infinite scores, naming users (and items)."""
+    finite = np.isfinite(scores)
+    if finite.all():
+        return
+    bad_rows, bad_cols = np.nonzero(~finite)
+    shown = []
+    for r, c in zip(bad_rows[:5].tolist(), bad_cols[:5].tolist(), strict=True):
+        item = items[c] if items is not None else f"column {c}"
+        shown.append(f"user {users[r]!r}, item {item!r}: {scores[r, c]}")
+    msg = (
+        f"{source} gave {bad_rows.size} NaN or infinite score(s); expected finite numbers "
+        f"(leave items out with exclude= or candidates=). First: {'; '.join(shown)}."
+    )
+    raise InputError(msg)
+
+
+@dataclass
+class _Scan:
+    """What the block scan found (per truth row, per truth user)."""
+
+    t_score: np.ndarray
+    above: np.ndarray
+    tied: np.ndarray
+    first_before: np.ndarray
+    trec_before: np.ndarray
+    n_cand: np.ndarray
+    top_col: np.ndarray
+    top_score: np.ndarray
+    top_n: np.ndarray
+
+
+@contextmanager
+def _progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
+    """``advance(n)`` of a Rich progress bar on stderr (a no-op when disabled)."""
+    if not enabled:
+        yield lambda n: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total} users"),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _scan(
+    scorer: _Scorer,
+    model_row: np.ndarray,
+    t_off: np.ndarray,
+    t_col: np.ndarray,
+    t_cand: np.ndarray,
+    ex: tuple[np.ndarray, np.ndarray],
+    pc: tuple[np.ndarray, np.ndarray] | None,
+    tie_key: np.ndarray,
+    want_first: bool,
+    want_trec: bool,
+    k_top: int,
+    block_bytes: int,
+    keys: pl.Series,
+    progress: bool,
+    sel_key: np.ndarray | None = None,
+) -> _Scan:
+    """Score every user with a model row (``model_row >= 0``) in blocks and scan the blocks.
+
+    ``sel_key``: per scored column, a distinct key that orders equal scores in the top K
+    (None: catalog order)."""
+    n_users = t_off.shape[0] - 1
+    n_rows = t_col.shape[0]
+    out = _Scan(
+        t_score=np.full(n_rows, np.nan), above=np.zeros(n_rows, dtype=np.int64),
+        tied=np.zeros(n_rows, dtype=np.int64), first_before=np.zeros(n_rows, dtype=np.int64),
+        trec_before=np.zeros(n_rows, dtype=np.int64), n_cand=np.full(n_users, -1, dtype=np.int64),
+        top_col=np.zeros((n_users, k_top), dtype=np.int64),
+        top_score=np.zeros((n_users, k_top), dtype=np.float64),
+        top_n=np.zeros(n_users, dtype=np.int64),
+    )  # fmt: skip
+    scored = np.flatnonzero(model_row >= 0)
+    n_cols = scorer.catalog.n_cols
+    # torch keeps the scores, a masked copy or comparison masks and the top-K selection
+    per_row = max(n_cols * scorer.itemsize * (3 if scorer.model.uses_torch else 1), 1)
+    block = int(max(1, min(block_bytes // per_row, scored.size or 1)))
+    pc_off, pc_col = pc if pc is not None else (np.zeros(1, dtype=np.int64), np.zeros(0, np.int64))
+    if sel_key is None:  # equal scores of the top K in catalog order
+        sel_key = np.arange(n_cols, dtype=np.int64)
+    key_col = np.ascontiguousarray(np.argsort(sel_key, kind="stable"), dtype=np.int64)
+    layout: tuple[Any, ...] = (
+        t_off, t_col, t_cand, ex[0], ex[1], pc_off, pc_col, pc is not None, tie_key,
+        np.ascontiguousarray(sel_key, dtype=np.int64), key_col,
+    )  # fmt: skip
+    outputs = (out.t_score, out.above, out.tied, out.first_before, out.trec_before, out.n_cand,
+               out.top_col, out.top_score, out.top_n)  # fmt: skip
+    with _progress_bar(progress, int(scored.size), "scoring") as advance:
+        if isinstance(scorer.model, FactorModel) and not scorer.model.uses_torch:
+            _scan_factors(scorer, scored, model_row, layout, want_first, want_trec, k_top,
+                          outputs, block_bytes, keys, advance)  # fmt: skip
+            return out
+        for start in range(0, scored.size, block):
+            users = scored[start : start + block]
+            scores = scorer.block(model_row[users], keys.gather(users))
+            if scorer.model.uses_torch:
+                from receval.kernels.model_torch import scan_block_torch
+
+                scan_block_torch(scores, users, layout, want_first, want_trec, k_top, outputs)
+            else:
+                n_chunks = max(1, min(users.size // 8, numba.get_num_threads() * 4))
+                MK.scan_block(
+                    scores, users, layout, want_first, want_trec, k_top, outputs, n_chunks
+                )
+            del scores
+            advance(int(users.size))
+    return out
+
+
+_CACHE_BYTES = 32 << 20  # a worker's block of scores: large enough for BLAS to run at full speed
+
+
+def _scan_factors(
+    scorer: _Scorer,
+    scored: np.ndarray,
+    model_row: np.ndarray,
+    layout: tuple[Any, ...],
+    want_first: bool,
+    want_trec: bool,
+    k_top: int,
+    outputs: tuple[np.ndarray, ...],
+    block_bytes: int,
+    keys: pl.Series,
+    advance: Callable[[int], None],
+) -> None:
+    """The scan of NumPy factors: each worker thread scores a small block of users with a
+    single-threaded BLAS product into its own buffer and scans it at once, while it is still
+    in cache (as many workers as Numba threads; a product and a scan both release the GIL)."""
+    from threadpoolctl import threadpool_limits
+
+    model = scorer.model
+    assert isinstance(model, FactorModel)
+    users_f, items_t = model.user_factors, scorer.items_t
+    n_cols = scorer.catalog.n_cols
+    workers = max(1, min(numba.get_num_threads(), scored.size))
+    per_row = max(n_cols * scorer.itemsize, 1)
+    rows = int(max(1, min(block_bytes // (workers * per_row), _CACHE_BYTES // per_row)))
+    rows = min(rows, max(1, -(-scored.size // workers)))
+    starts = iter(range(0, scored.size, rows))
+    lock = threading.Lock()
+    failed: list[tuple[int, BaseException]] = []  # (block start, error)
+    views = [frozen(a) if isinstance(a, np.ndarray) else a for a in layout]
+    t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key, sel_key, key_col = (
+        views
+    )
+
+    def work() -> None:
+        buf = np.empty((rows, n_cols), dtype=items_t.dtype)
+        while not failed:
+            with lock:
+                start = next(starts, None)
+            if start is None:
+                return
+            users = scored[start : start + rows]
+            block = buf[: users.shape[0]]
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                    np.matmul(users_f[model_row[users]], items_t, out=block)
+                if scorer.check_finite and not np.isfinite(block).all():
+                    _check_scores(block, keys.gather(users), "the factors' products",
+                                  scorer.col_ids)  # fmt: skip
+                MK.scan_rows(
+                    block, users, t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col,
+                    bool(per_user), tie_key, want_first, want_trec, k_top, sel_key, key_col,
+                    outputs,
+                )  # fmt: skip
+            except BaseException as exc:
+                failed.append((start, exc))
+                return
+            with lock:
+                advance(int(users.shape[0]))
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if workers == 1:
+            work()
+        else:
+            with ThreadPoolExecutor(workers - 1, thread_name_prefix="receval-score") as pool:
+                futures = [pool.submit(work) for _ in range(workers - 1)]
+                work()
+                for f in futures:
+                    f.result()
+    if failed:  # blocks are handed out in order and a worker finishes the one it holds, so
+        # every block before a failed one was scanned: the first failure is the same as a
+        # one-thread run would raise, whichever thread saw it first
+        raise min(failed, key=lambda f: f[0])[1]
+
+
+# ---------------------------------------------------------------------------------- driver
+
+
+@dataclass
+class _Setup:
+    """Truth grouped by user, and each truth user's and row's place in the model."""
+
+    t_frame: pl.DataFrame
+    t_grp: Any
+    catalog: _Catalog
+    model_row: np.ndarray
+    t_col: np.ndarray
+    t_cand: np.ndarray
+    ex: tuple[np.ndarray, np.ndarray]
+    pc: tuple[np.ndarray, np.ndarray] | None
+    facts: dict[str, Any]
+
+
+def _per_user(candidates: Any) -> bool:
+    """Whether ``candidates`` gives per-user rows (a table, file or dict), not item ids."""
+    return candidates is not None and (isinstance(candidates, dict) or _is_table(candidates))
+
+
+def _read_unified(
+    data: Any,
+    role: Literal["exclude", "candidates"],
+    inputs: Inputs,
+    kinds: dict[str, IdType],
+    users: pl.Series,
+    items: pl.Series,
+) -> pl.DataFrame | None:
+    """``exclude`` or per-user ``candidates`` read (:func:`_read_pairs`), their ids typed as
+    ``users`` and ``items`` (repeated rows kept: harmless); None when absent or empty."""
+    if data is None:
+        return None
+    pairs = _read_pairs(data, role, inputs, kinds)
+    if pairs is None:
+        return None
+    user_col, item_col = inputs.user_col, inputs.item_col
+    pu, _ = _unify(pairs[user_col], users, "user", role)
+    pi, _ = _unify(pairs[item_col], items, "item", role)
+    frame = pl.DataFrame({user_col: pu, item_col: pi})  # repeated rows: harmless, kept
+    if role == "candidates":
+        missing = match_users(frame[item_col], items) < 0
+        if missing.any():
+            msg = (
+                f"candidates has {int(missing.sum())} row(s) whose item is not in the model's "
+                f"item_ids; expected catalog items. First offending rows:\n"
+                f"{show_rows(frame, pl.Series(missing), frame.columns)}"
+            )
+            raise InputError(msg)
+    return frame
+
+
+def _drop_excluded(
+    t_frame: pl.DataFrame,
+    excluded: pl.DataFrame,
+    excluded_truth: str,
+    user_col: str,
+    item_col: str,
+    facts: dict[str, Any],
+) -> pl.DataFrame:
+    """Truth without the rows that ``excluded`` lists for the same user (a warning), or an
+    error with ``excluded_truth="raise"``; ``facts["truth_rows_excluded"]`` counts them."""
+    hit = (
+        t_frame.select(user_col, item_col)
+        .with_row_index("__receval_row")
+        .join(excluded, on=[user_col, item_col], how="semi")["__receval_row"]
+    )
+    facts["truth_rows_excluded"] = hit.len()
+    if not hit.len():
+        return t_frame
+    mask = pl.Series(np.isin(np.arange(t_frame.height), hit.to_numpy()))
+    shown = show_rows(t_frame, mask, t_frame.columns)
+    if excluded_truth == "raise":
+        msg = (
+            f"truth has {hit.len()} (user, item) row(s) that exclude also lists for the same "
+            "user (repeat consumption: such an item can never be recommended); "
+            "excluded_truth='raise'. Use excluded_truth='drop' (CLI --excluded-truth drop) to "
+            "leave them out of truth. "
+            f"First offending rows:\n{shown}"
+        )
+        raise InputError(msg)
+    warnings.warn(
+        f"truth has {hit.len()} (user, item) row(s) that exclude also lists for the same user; "
+        "they can never be recommended and are left out of truth (excluded_truth='drop'; "
+        "counted in result.settings['model']['truth_rows_excluded']). First rows:\n" + shown,
+        UserWarning,
+        stacklevel=5,
+    )
+    return t_frame.filter(~mask)
+
+
+def _masks(
+    keys: pl.Series,
+    catalog: _Catalog,
+    excluded: pl.DataFrame | None,
+    per_user: pl.DataFrame | None,
+    user_col: str,
+    item_col: str,
+) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray] | None]:
+    """Per user (``keys``): the excluded columns and, with per-user candidates, the candidate
+    columns minus the excluded ones (both as offsets and sorted columns)."""
+    n_users = keys.len()
+
+    def pairs_of(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        u = match_users(frame[user_col], keys)
+        c = match_users(frame[item_col], catalog.ids)
+        c = np.where(c >= 0, catalog.col_of[np.maximum(c, 0)], -1)
+        ok = (u >= 0) & (c >= 0)
+        return u[ok], c[ok]
+
+    ex = (np.zeros(n_users + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    if excluded is not None:
+        ex = _csr(*pairs_of(excluded), n_users)
+    if per_user is None:
+        return ex, None
+    pu, pcol = pairs_of(per_user)
+    if ex[1].size:  # candidates minus the excluded items
+        ex_key = np.repeat(np.arange(n_users), np.diff(ex[0])) * _KEY + ex[1]
+        keep = ~np.isin(pu * _KEY + pcol, ex_key)
+        pu, pcol = pu[keep], pcol[keep]
+    return ex, _csr(pu, pcol, n_users)
+
+
+def _setup(
+    t_frame: pl.DataFrame,
+    model: Model,
+    *,
+    inputs: Inputs,
+    kinds: dict[str, IdType],
+    exclude: Any,
+    candidates: Any,
+    excluded_truth: str,
+    user_col: str,
+    item_col: str,
+) -> _Setup:
+    """Match truth, exclude and candidates to the model's users and catalog."""
+    catalog, _ = _catalog(model, candidates, item_col, kinds)
+    items = catalog.ids
+    t_items, items = _unify(t_frame[item_col], items, "item", "truth")
+    catalog = _Catalog(items, catalog.cols, catalog.col_of)
+    t_frame = t_frame.with_columns(t_items.alias(item_col))
+    model_users = model.user_ids
+    if model_users is not None:
+        if kinds["user"] == "str" and model_users.dtype != pl.String:
+            model_users = model_users.cast(pl.String)
+        t_users, model_users = _unify(t_frame[user_col], model_users, "user", "truth")
+        t_frame = t_frame.with_columns(t_users.alias(user_col))
+    facts: dict[str, Any] = {}
+
+    excluded = _read_unified(exclude, "exclude", inputs, kinds, t_frame[user_col], items)
+    facts["exclude_rows_not_in_catalog"] = 0
+    facts["truth_rows_excluded"] = 0
+    if excluded is not None:
+        outside = excluded.filter(pl.Series(match_users(excluded[item_col], items) < 0))
+        facts["exclude_rows_not_in_catalog"] = outside.unique().height  # distinct rows
+        t_frame = _drop_excluded(t_frame, excluded, excluded_truth, user_col, item_col, facts)
+    if t_frame.height == 0:
+        msg = "truth has no row left once the excluded (user, item) rows are left out."
+        raise InputError(msg)
+    t_grp = group_by_user(t_frame, user_col)
+    n_users = t_grp.n_users
+    keys = t_grp.keys
+    if model_users is not None:
+        model_row = match_users(keys, model_users)
+    else:
+        model_row = np.arange(n_users, dtype=np.int64)
+    cat_idx = match_users(t_grp.frame[item_col], items)
+    t_col = np.where(cat_idx >= 0, catalog.col_of[np.maximum(cat_idx, 0)], -1)
+    t_col = np.ascontiguousarray(t_col, dtype=np.int64)
+    per_user = _read_unified(
+        candidates if _per_user(candidates) else None, "candidates", inputs, kinds, keys, items
+    )
+    ex, pc = _masks(keys, catalog, excluded, per_user, user_col, item_col)
+    t_cand = t_col >= 0
+    facts["candidates"] = "all" if catalog.cols is None else "global"
+    if pc is not None:
+        t_user = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(t_grp.offsets))
+        in_pc_key = np.repeat(np.arange(n_users), np.diff(pc[0])) * _KEY + pc[1]
+        t_cand = t_cand & np.isin(t_user * _KEY + np.maximum(t_col, 0), in_pc_key)
+        facts["candidates"] = "per_user"
+    facts["users_scored"] = int((model_row >= 0).sum())
+    facts["truth_users_not_in_model"] = int((model_row < 0).sum())
+    facts["truth_rows_not_in_catalog"] = int((cat_idx < 0).sum())
+    return _Setup(
+        t_frame=t_frame, t_grp=t_grp, catalog=catalog, model_row=model_row, t_col=t_col,
+        t_cand=np.ascontiguousarray(t_cand), ex=ex, pc=pc, facts=facts,
+    )  # fmt: skip
+
+
+def _tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
+    """Per scored column, trec_eval's tiebreak key (higher first); empty unless ``trec``."""
+    if ties != "trec":
+        return np.zeros(0, dtype=np.int64)
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    keys = item_keys(ids) if ids.dtype != pl.String else np.arange(ids.len(), dtype=np.int64)
+    return np.ascontiguousarray(trec_tie_keys(ids, keys), dtype=np.int64)
+
+
+def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
+    """The order of equal scores in the top-K lists of the beyond-accuracy metrics, as that
+    family orders a list (docs/beyond.md): catalog order for ``first`` (None), item id
+    descending as text for ``trec``, else item id ascending."""
+    if ties == "first":
+        return None
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    key = pl.Series(-_tie_key(catalog, ties)) if ties == "trec" else ids
+    rank = key.rank("ordinal").cast(pl.Int64) - 1
+    return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
+
+
+def _marker_rows(
+    scan: _Scan, setup: _Setup, keys: pl.Series, user_col: str, item_col: str
+) -> pl.DataFrame:
+    """One (user, item, score 0) row per user with candidates, the item its first candidate:
+    the recommendations table of the layout when no metric reads the lists (the ranking
+    metrics and gauc come from the counts)."""
+    users = np.flatnonzero(scan.n_cand > 0)
+    n_users = keys.len()
+    if setup.pc is not None:  # the first listed candidate
+        col = setup.pc[1][setup.pc[0][users]]
+    else:  # the first column not excluded: the excluded columns 0, 1, ... at the list's head
+        off, cols = setup.ex
+        owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(off))
+        at_head = cols == np.arange(cols.size, dtype=np.int64) - off[owner]
+        col = np.bincount(owner[at_head], minlength=n_users).astype(np.int64)[users]
+    catalog = setup.catalog
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    return pl.DataFrame(
+        {user_col: keys.gather(users), item_col: ids.gather(col), "score": np.zeros(users.size)}
+    )
+
+
+def _top_table(
+    scan: _Scan, keys: pl.Series, catalog: _Catalog, user_col: str, item_col: str
+) -> pl.DataFrame:
+    """The top-K lists as a (user, item, score, rank) table, best first."""
+    n = scan.top_n
+    k = scan.top_col.shape[1]
+    mask = np.arange(k)[None, :] < n[:, None]
+    users = np.repeat(np.arange(n.shape[0]), n)
+    cols = scan.top_col[mask]
+    ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
+    return pl.DataFrame(
+        {
+            user_col: keys.gather(users),
+            item_col: ids.gather(cols),
+            "score": scan.top_score[mask],
+            "rank": (np.nonzero(mask)[1] + 1).astype(np.int64),
+        }
+    )
+
+
+def check_model_metrics(plan: tuple[Metric, ...]) -> int:
+    """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
+    refused = [
+        m.canonical for m in plan if m.spec.family == "classification" and m.name in _GLOBAL_ONLY
+    ]
+    if refused:
+        msg = (
+            f"{', '.join(refused)} cannot be computed from a model source: a global "
+            "classification metric compares rows of different users over the whole catalog "
+            "(users x items rows). Use gauc (each user's AUC over all candidates, exact), or "
+            "receval.topk(model, k) to build a recommendations table and evaluate that."
+        )
+        raise MetricError(msg)
+    k_top = 0
+    for m in plan:
+        if m.spec.family != "beyond":
+            continue
+        if m.k is None:
+            msg = (
+                f"{m.canonical} needs a cutoff from a model source (the list would be the whole "
+                f"catalog): ask for {m.canonical}@K, for example {m.canonical}@10."
+            )
+            raise MetricError(msg)
+        k_top = max(k_top, int(m.k))
+    return k_top
+
+
+def evaluate_model(
+    truth: Any,
+    model: Model,
+    plan: tuple[Metric, ...],
+    *,
+    inputs: Inputs,
+    kinds: dict[str, IdType],
+    relevance_col: str | None,
+    ties: TiesPolicy,
+    threshold: float,
+    no_recs: NoRecsPolicy,
+    options: dict[str, Any],
+    exclude: Any,
+    candidates: Any,
+    block_memory: object,
+    excluded_truth: str,
+    progress: bool,
+    rank_col: str | None,
+) -> Any:
+    """:func:`receval.evaluate` with a model in place of recs (options already checked)."""
+
+    if rank_col is not None:
+        msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
+        raise InputError(msg)
+    if excluded_truth not in get_args(ExcludedTruth):
+        choices = ", ".join(get_args(ExcludedTruth))
+        msg = f"excluded_truth must be one of {choices}; got {excluded_truth!r}."
+        raise InputError(msg)
+    block_bytes = parse_memory(block_memory)
+    k_beyond = check_model_metrics(plan)
+    user_col, item_col = inputs.user_col, inputs.item_col
+    given = relevance_col is not None
+    rel_col = relevance_col or "relevance"
+    t_raw = inputs.read(truth, "truth", rel_col)
+    has_relevance = given or rel_col in t_raw.columns
+    if not has_relevance:
+        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=4)
+        if t_raw.height:
+            t_raw = t_raw.with_columns(pl.lit(1.0).alias(rel_col))
+    t_frame = check_frame(
+        t_raw, "truth", id_cols=[user_col, item_col], value_col=rel_col, value_name="relevance",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).",
+    )  # fmt: skip
+    t_frame = _cast(t_frame, "truth", kinds, [user_col, item_col])
+    dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
+    if dup.any():
+        msg = (
+            f"truth has {int(dup.sum())} duplicate (user, item) row(s); expected each item at "
+            f"most once per user. First offending rows:\n{show_rows(t_frame, dup, t_frame.columns)}"
+        )
+        raise InputError(msg)
+    setup = _setup(
+        t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
+        excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,
+    )  # fmt: skip
+    t_grp = setup.t_grp
+    ranking = tuple(m for m in plan if m.spec.family == "ranking")
+    policy = POLICY[ties]
+    scan = _scan(
+        _Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
+        setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
+        want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
+        k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
+        sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
+    )  # fmt: skip
+
+    if k_beyond:
+        lists = _top_table(scan, t_grp.keys, setup.catalog, user_col, item_col).drop("rank")
+    else:  # no list is read: one row per user with candidates marks who has recommendations
+        lists = _marker_rows(scan, setup, t_grp.keys, user_col, item_col)
+    r_grp = group_by_user(lists, user_col)
+    u2r = match_users(t_grp.keys, r_grp.keys)
+    family_options = {**options, "has_relevance": has_relevance, "id_type": kinds,
+                      "_inputs": inputs}  # fmt: skip
+    if options.get("items") is None:  # the beyond metrics' catalog: the model's items
+        family_options["_catalog"] = setup.catalog.ids.alias(item_col).sort()
+        family_options["_catalog_source"] = "model"
+    prep, _ = match(
+        (), t_grp, r_grp, u2r, user_col=user_col, item_col=item_col, relevance_col=rel_col,
+        order_col="score", by_rank=False, ties=ties, threshold=threshold, no_recs=no_recs,
+        options=family_options,
+    )  # fmt: skip
+    if options.get("train") is not None:
+        prep = _train_candidates(prep, setup, options["train"])
+    n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
+    parts: list[Part] = []
+    if ranking:
+        parts.append(_model_ranking(ranking, prep, setup, scan, policy, n_chunks))
+    gaucs = tuple(m for m in plan if m.spec.family == "classification")
+    if gaucs:
+        parts.append(_gauc_part(gaucs, prep, setup, scan, n_chunks))
+    ratings = tuple(m for m in plan if m.spec.family == "rating")
+    if ratings:
+        parts.append(rating_part(ratings, _pairs_prep(prep, setup, scan, rel_col)))
+    beyond = tuple(m for m in plan if m.spec.family == "beyond")
+    if beyond:
+        parts.append(beyond_part(beyond, prep))
+    if not ranking and prep.counts.evaluated == 0:
+        raise InputError(no_evaluated_message(prep.threshold))
+    settings = {
+        "ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs,
+        "relevance_col": rel_col if has_relevance else None, "model": dict(setup.facts),
+    }  # fmt: skip
+    _warn_facts(setup.facts)
+    return merge(plan, parts, prep, settings)
+
+
+def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
+    """``prep`` with train read once (for the beyond metrics) and ``counts.recs_in_train``:
+    the train (user, item) pairs of truth users that are candidates (in the catalog, not
+    excluded, and among the user's candidates), which the model may recommend; warns when
+    there are any (usually ``exclude=train`` is missing)."""
+    user_col, item_col = prep.user_col, prep.item_col
+    items = setup.catalog.ids
+    kind = pl.String if items.dtype == pl.String else pl.Int64
+    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    pairs = read_train(train, user_col, item_col, kind, id_type, inputs, unify=False)
+    assert pairs is not None
+    users_t, _ = _unify(pairs[user_col], prep.t_grp.keys, "user", "train")
+    items_t, _ = _unify(pairs[item_col], items, "item", "train")
+    known = pl.DataFrame({user_col: users_t, item_col: items_t})
+    ex, _ = _masks(prep.t_grp.keys, setup.catalog, known, None, user_col, item_col)
+    n_users = prep.t_grp.n_users
+    owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(ex[0]))
+    key = owner * _KEY + ex[1]
+    for mask in (setup.ex, setup.pc):  # not excluded, and a candidate where candidates say
+        if mask is None:
+            continue
+        listed = np.repeat(np.arange(n_users), np.diff(mask[0])) * _KEY + mask[1]
+        inside = np.isin(key, listed)
+        key = key[~inside] if mask is setup.ex else key[inside]
+    if setup.model_row.size:  # only users the model scores
+        key = key[setup.model_row[key // _KEY] >= 0]
+    rows, n_users_hit = int(key.size), int(np.unique(key // _KEY).size)
+    if rows:
+        warnings.warn(
+            f"train has {rows} (user, item) pair(s) of {n_users_hit} truth user(s) that are "
+            "candidates of the model: it may recommend items the user already has. Pass "
+            "exclude=train (CLI --exclude) to leave them out, or keep them knowingly "
+            "(result.counts.recs_in_train counts them).",
+            UserWarning,
+            stacklevel=4,
+        )
+    options = dict(prep.options)
+    with suppress(InputError):  # the beyond metrics reuse train typed as the catalog's ids
+        options["_train_pairs"] = unify_items(pairs, "train", item_col, kind)
+    return replace(prep, counts=replace(prep.counts, recs_in_train=rows), options=options)
+
+
+def _warn_facts(facts: dict[str, Any]) -> None:
+    """A warning for truth that the model cannot rank (users or items it does not know)."""
+    said = []
+    if facts["truth_users_not_in_model"]:
+        said.append(
+            f"{facts['truth_users_not_in_model']} truth user(s) are not in the model's user_ids "
+            "(they have no recommendations: no_recs applies)"
+        )
+    if facts["truth_rows_not_in_catalog"]:
+        said.append(
+            f"{facts['truth_rows_not_in_catalog']} truth row(s) hold items not in the model's "
+            "item_ids (never recommended; they count in |R|)"
+        )
+    if said:
+        warnings.warn(
+            "; ".join(said) + ". Counted in result.settings['model'].", UserWarning, stacklevel=4
+        )
+
+
+def _model_ranking(
+    ranking: tuple[Metric, ...],
+    prep: Prepared,
+    setup: _Setup,
+    scan: _Scan,
+    policy: int,
+    n_chunks: int,
+) -> Part:
+    """The ranking metrics from the scan's counts (exact full-catalog ranks)."""
+    pa = plan_arrays(ranking, prep.threshold, prep.t_rel, prep.relevance_col)
+    longest = max(int(scan.n_cand.max(initial=0)), int(np.diff(prep.t_grp.offsets).max(initial=0)))
+    log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
+    arrays = (
+        prep.t_grp.offsets, setup.t_col, setup.t_cand, prep.t_rel, pa.t_gain, scan.t_score,
+        scan.above, scan.tied, scan.first_before, scan.trec_before, np.maximum(scan.n_cand, 0),
+        pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
+    )  # fmt: skip
+    out, nrel = MK.rank_from_counts(arrays, policy, n_chunks, len(ranking))
+    return ranking_part(ranking, prep, KernelOutput(out, nrel, pa.thr_idx, pa.ops))
+
+
+def _gauc_part(
+    plan: tuple[Metric, ...], prep: Prepared, setup: _Setup, scan: _Scan, n_chunks: int
+) -> Part:
+    """``gauc`` over every candidate of each user (non-truth candidates are negatives)."""
+
+    rows = np.maximum(scan.n_cand, 0)
+    has = rows > 0
+    groups = np.flatnonzero(has)
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
+    for m in plan:
+        threshold = prep.threshold_of(m)
+        relevant = prep.t_rel >= threshold
+        if prep.no_recs == "raise":
+            raise_no_recs(prep, relevant, m)
+        arrays = (prep.t_grp.offsets, setup.t_cand, prep.t_rel, scan.t_score, scan.above,
+                  scan.tied, rows)  # fmt: skip
+        twice, positives = MK.gauc_counts(arrays, threshold, n_chunks)
+        pos, n = positives[groups], rows[groups]
+        neg = n - pos
+        with np.errstate(invalid="ignore", divide="ignore"):
+            auc_u = np.where((pos > 0) & (neg > 0), twice[groups] / (2.0 * pos * neg), np.nan)
+        weight = str(m.get("weight"))
+        value, used, skipped = C.gauc_from_groups(auc_u, n, pos, weight)
+        if not used:
+            warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
+        ok = ~np.isnan(auc_u)
+        w = C.gauc_weights(n[ok], pos[ok], weight)
+        part.sums[m.canonical] = (w * auc_u[ok], w)
+        scored = setup.t_cand
+        details[m.canonical] = {
+            "rows": int(n.sum()),
+            "positives": int(pos.sum()),
+            "truth_rows_without_score": int(np.count_nonzero(~scored)),
+            "positives_without_score": int(np.count_nonzero(relevant & ~scored)),
+            "rows_of_users_not_in_truth": 0,
+            "users_used": used,
+            "users_skipped": skipped,
+        }
+        means[m.canonical] = value
+        columns[m.canonical] = auc_u
+    kept = prep.t_grp.keys.gather(groups)
+    part.per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
+    return part
+
+
+def _pairs_prep(prep: Prepared, setup: _Setup, scan: _Scan, rel_col: str) -> Prepared:
+    """The layout of truth against the model's scores of the truth pairs (rating metrics)."""
+    scored = ~np.isnan(scan.t_score)
+    frame = prep.t_grp.frame.filter(pl.Series(scored)).select(prep.user_col, prep.item_col)
+    frame = frame.with_columns(pl.Series("score", scan.t_score[scored]))
+    r_grp = group_by_user(frame, prep.user_col)
+    u2r = match_users(prep.t_grp.keys, r_grp.keys)
+    pairs, _ = match(
+        (), prep.t_grp, r_grp, u2r, user_col=prep.user_col, item_col=prep.item_col,
+        relevance_col=rel_col, order_col="score", by_rank=False, ties=prep.ties,
+        threshold=prep.threshold, no_recs=prep.no_recs, options=prep.options,
+    )  # fmt: skip
+    return pairs
+
+
+# ------------------------------------------------------------------------------------ topk
+
+
+def topk(
+    model: Model,
+    k: int,
+    *,
+    users: Any = None,
+    exclude: Any = None,
+    candidates: Any = None,
+    block_memory: int | str = DEFAULT_BLOCK_MEMORY,
+    user_col: str = "user",
+    item_col: str = "item",
+    id_type: Any = "auto",
+    progress: bool = False,
+) -> pl.DataFrame:
+    """The top-``k`` table of a model: ``(user, item, score, rank)``, best first.
+
+    Each user's ``k`` best candidates (the catalog, restricted by ``candidates``, minus the
+    user's ``exclude`` rows) by descending score, equal scores in catalog order (the order of
+    the model's item ids), ``rank`` 1 .. k; fewer rows for a user with fewer candidates.
+    Scores are computed in blocks of users sized from ``block_memory``.
+
+    Parameters
+    ----------
+    model:
+        A :class:`FactorModel` or :class:`ScoreModel`.
+    k:
+        The list length, an integer >= 1.
+    users:
+        The user ids to list (default: a FactorModel's ``user_ids``; required for a
+        ScoreModel). Ids the model does not know are an error.
+    exclude, candidates, block_memory, id_type, progress:
+        As for :func:`receval.evaluate` with a model.
+    user_col, item_col:
+        The names of the output's id columns (and of ``exclude``'s and ``candidates``').
+
+    Examples
+    --------
+    >>> import numpy as np, receval
+    >>> model = receval.FactorModel(np.array([[1.0], [2.0]]), np.array([[3.0], [1.0], [2.0]]))
+    >>> receval.topk(model, 2, exclude={0: [0]})["item"].to_list()
+    [2, 1, 0, 2]
+    """
+    if not is_model(model):
+        msg = (
+            "model must be a receval.FactorModel or receval.ScoreModel; got "
+            f"{type(model).__name__}."
+        )
+        raise InputError(msg)
+    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+        msg = f"k must be an integer >= 1; got {k!r}."
+        raise InputError(msg)
+    kinds = check_id_type(id_type)
+    block_bytes = parse_memory(block_memory)
+    if users is None:
+        if model.user_ids is None:
+            msg = (
+                "users must list the user ids to score: this ScoreModel was made without user_ids."
+            )
+            raise InputError(msg)
+        user_ids = model.user_ids
+    else:
+        try:
+            user_ids = pl.Series(user_col, users)
+        except (TypeError, ValueError, OverflowError) as exc:
+            msg = f"users must be a 1-D sequence of user ids; could not read it ({exc})."
+            raise InputError(msg) from None
+        if user_ids.dtype.is_integer():
+            user_ids = user_ids.cast(pl.Int64)
+        user_ids = user_ids.unique(maintain_order=True)
+    if kinds["user"] == "str" and user_ids.dtype != pl.String:
+        user_ids = user_ids.cast(pl.String)
+    inputs = Inputs.of(None, None, user_col, item_col)
+    catalog, _ = _catalog(model, candidates, item_col, kinds)
+    items = catalog.ids
+    model_users = model.user_ids
+    keys = user_ids.alias(user_col)  # no truth rows: the scan only keeps each user's top k
+    if model_users is not None:
+        if kinds["user"] == "str" and model_users.dtype != pl.String:
+            model_users = model_users.cast(pl.String)
+        keys, model_users = _unify(keys, model_users, "user", "users")
+        model_row = match_users(keys, model_users)
+        unknown = model_row < 0
+        if unknown.any():
+            shown = keys.filter(pl.Series(unknown)).head(5).to_list()
+            msg = f"users has {int(unknown.sum())} id(s) not in the model's user_ids, e.g. {shown}."
+            raise InputError(msg)
+    else:
+        model_row = np.arange(keys.len(), dtype=np.int64)
+    n_users = keys.len()
+
+    excluded = _read_unified(exclude, "exclude", inputs, kinds, keys, items)
+    per_user = _read_unified(
+        candidates if _per_user(candidates) else None, "candidates", inputs, kinds, keys, items
+    )
+    ex, pc = _masks(keys, catalog, excluded, per_user, user_col, item_col)
+    t_off = np.zeros(n_users + 1, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    scan = _scan(
+        _Scorer(model, catalog), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
+        pc, none, want_first=False, want_trec=False, k_top=int(k), block_bytes=block_bytes,
+        keys=keys, progress=progress,
+    )  # fmt: skip
+    return _top_table(scan, keys.alias(user_col), catalog, user_col, item_col)

@@ -1,0 +1,909 @@
+"""The Spark engine: :func:`receval.evaluate` on data past one machine (``receval[spark]``).
+
+Spark moves the data; the local engine computes (:mod:`receval.engines.shard`):
+
+1. truth and recs rows, tagged by side and numbered in the DataFrames' own order, are
+   shuffled by user (``repartition``) so each partition holds every row of its users;
+2. ``mapInArrow`` runs :func:`receval.engines.shard.run_shard` on each partition: the local
+   kernels, one pass; it returns per-user rows, a small pickled record of exact sums and
+   counts, and the rows that global metrics still need (scored rows, item exposure, true
+   ratings);
+3. global metrics are finished by exact distributed algorithms: ``auc`` and
+   ``average_precision`` by a range partition over scores (exact pair counts inside each
+   range, combined across ranges by their order), exposure by ``groupBy`` over items and then
+   over exposure counts (a histogram), R²'s SS_tot by ``groupBy`` over true ratings; train
+   popularity by ``groupBy(item)`` over train's distinct (user, item) pairs;
+4. the driver merges it all with :class:`receval.engines.shard.Merger`: the same Result as the
+   local engine, to the last bit.
+
+Only the DataFrame API is used (no RDD, no ``pyspark.mllib``), so a Spark Connect session
+works too. pyspark is imported inside the functions here, never by ``import receval``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+import pickle
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from receval._errors import EngineError, InputError, MetricError, RecevalError
+from receval._version import __version__
+from receval.data.io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
+from receval.data.layout import (
+    IdType,
+    IdTypeArg,
+    check_frame,
+    check_id_type,
+    not_integer_message,
+    unify_ids,
+)
+from receval.engines.shard import (
+    Merger,
+    ShardSpec,
+    Sources,
+    above_counts,
+    ap_partition,
+    build_context,
+    combine_scored,
+    per_user_metrics,
+    run_shard,
+    scored_partition,
+    spec_of,
+    sstot_parts,
+)
+from receval.families import beyond as B
+from receval.families.beyond import check_train_columns, join_key_type, read_train, unify_items
+from receval.families.contract import check_inputs, warn_unused_relevance
+from receval.metrics.result import Result
+
+__all__ = [
+    "EngineError",
+    "check_executors",
+    "check_spark_options",
+    "evaluate_spark",
+    "is_spark_frame",
+    "session",
+]
+
+_KIND_USER, _KIND_STATS, _KIND_SCORED, _KIND_EXPOSURE, _KIND_RATING = 0, 1, 2, 3, 4
+_MARK = re.compile(r"\[receval:(\w+)\](.*?)\[/receval\]", re.DOTALL)
+_NOTE = (
+    "\n(raised on a Spark executor while evaluating one shard of users; row numbers count "
+    "rows within that shard)"
+)
+_checked: set[int] = set()
+
+
+def _pyspark() -> Any:
+    try:
+        import pyspark
+        from pyspark.sql import SparkSession  # noqa: F401 - checks the SQL module imports
+    except ImportError as exc:
+        msg = (
+            f"the Spark engine needs pyspark, which cannot be imported ({exc}); install it "
+            'with pip install "receval[spark]" (and Java 17 for a local Spark).'
+        )
+        raise EngineError(msg) from None
+    return pyspark
+
+
+def is_spark_frame(obj: object) -> bool:
+    """True for a pyspark DataFrame, classic or Spark Connect (without importing pyspark)."""
+    cls = type(obj)
+    return cls.__module__.startswith("pyspark.sql") and cls.__name__ == "DataFrame"
+
+
+def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) -> int | None:
+    """``partitions`` as an int (or None), after checking the Spark engine's options before
+    any Spark job: ``partitions`` an integer >= 1, ``spark`` a SparkSession (classic or Spark
+    Connect); with the local engine (``use_spark`` false) neither may be given."""
+    if partitions is not None and (
+        isinstance(partitions, bool) or not isinstance(partitions, numbers.Integral)
+        or partitions < 1
+    ):  # fmt: skip
+        msg = f"partitions must be an integer >= 1; got {partitions!r}."
+        raise InputError(msg)
+    if spark is not None and not any(
+        c.__name__ == "SparkSession" and c.__module__.startswith("pyspark.sql")
+        for c in type(spark).__mro__
+    ):
+        msg = f"spark must be a SparkSession or None; got {type(spark).__name__}."
+        raise InputError(msg)
+    if not use_spark:
+        for name, value in (("partitions", partitions), ("spark", spark)):
+            if value is not None:
+                msg = (
+                    f"{name} is an option of the Spark engine; pass engine='spark' (or Spark "
+                    f"DataFrames as inputs) to use it, or leave it out: this call runs on the "
+                    "local engine."
+                )
+                raise InputError(msg)
+    return None if partitions is None else int(partitions)
+
+
+def session(master: str = "local[*]", **conf: str) -> Any:
+    """A SparkSession: the active one, else a new one on ``master`` (``sc://...``: Spark
+    Connect). Local workers run this Python (``PYSPARK_PYTHON``, when unset) and the UI is
+    off unless ``conf`` says otherwise."""
+    _pyspark()
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("sc://"):
+        builder = SparkSession.builder.remote(master)
+    else:
+        active = SparkSession.getActiveSession()
+        if active is not None and not conf:
+            return active
+        builder = (
+            SparkSession.builder.master(master)
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+        )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _import_on_executor(module: str) -> Any:
+    def check(batches: Iterator[Any]) -> Iterator[Any]:  # runs on an executor
+        import importlib
+
+        import pyarrow as pa
+
+        for _ in batches:
+            pass
+        mod = importlib.import_module(module)
+        version = str(getattr(mod, "__version__", ""))
+        yield pa.RecordBatch.from_pydict({"version": [version]})
+
+    return check
+
+
+def check_executors(spark: Any, module: str = "receval") -> None:
+    """Run a one-row job that imports ``module`` on an executor; :class:`EngineError` when
+    it cannot, or when the executors' receval is another version than the driver's."""
+    frame = spark.range(1).mapInArrow(_import_on_executor(module), "version string")
+    try:
+        rows = frame.collect()
+    except Exception as exc:
+        text = str(exc)
+        if "ModuleNotFoundError" in text or "No module named" in text or "ImportError" in text:
+            found = re.search(r"((?:ModuleNotFound|Import)Error: [^\n]*)", text)
+            msg = (
+                f"the Spark executors cannot import {module!r} "
+                f"({found.group(1) if found else 'import failed'}). Install receval "
+                f"{__version__} in the executors' Python (pip install on every node, or ship "
+                "a packed environment with spark.archives and point PYSPARK_PYTHON at it)."
+            )
+            raise EngineError(msg) from None
+        raise
+    if module == "receval" and rows and rows[0][0] != __version__:
+        msg = (
+            f"the Spark executors run receval {rows[0][0]} but the driver runs {__version__}; "
+            "install the same version on both."
+        )
+        raise EngineError(msg)
+
+
+@contextmanager
+def _executor_errors() -> Iterator[None]:
+    """Turn a receval error raised on an executor back into itself, on the driver."""
+    try:
+        yield
+    except RecevalError:
+        raise
+    except Exception as exc:
+        found = _MARK.search(str(exc))
+        if found is None:
+            raise
+        kind, text = found.group(1), found.group(2)
+        cls = {"MetricError": MetricError, "EngineError": EngineError}.get(kind, InputError)
+        raise cls(text + _NOTE) from None
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def _as_spark(
+    spark: Any, data: Any, role: Role, cols: dict[str, str], fmt: InputFormat | None = None
+) -> Any:
+    """A Spark DataFrame of ``data``: as is, read by Spark (Parquet, CSV/TSV paths, or the
+    format ``fmt`` names), or made from a local source (frames, dicts, TREC and RecBole files)
+    by the local reader.
+
+    A path goes to Spark as given (``os.fspath``: ``s3a://bucket/x`` keeps its ``//``); a
+    path Spark cannot find or read raises the local reader's :class:`InputError`."""
+    if is_spark_frame(data):
+        return data
+    if isinstance(data, str | os.PathLike) and Path(data).suffix.lower() not in RECBOLE_SUFFIXES:
+        path = Path(data)
+        suffix = path.suffix.lower()
+        text = os.fspath(data)
+        if fmt == "parquet" or (fmt is None and (path.is_dir() or suffix in (".parquet", ".pq"))):
+            return _spark_read(role, text, lambda: spark.read.parquet(text), spark)
+        if fmt in ("csv", "tsv") or (fmt is None and suffix in (".csv", ".tsv")):
+            sep = "\t" if (fmt or suffix.lstrip(".")) == "tsv" else ","
+            ids = (cols["user_col"], cols["item_col"])
+            return _spark_read(role, text, lambda: _spark_csv(spark, text, sep, ids), spark)
+    frame = read_table(data, role, input_format=fmt, **cols)
+    return spark.createDataFrame(frame.to_arrow())
+
+
+def _rename_spark(
+    frame: Any, role: Role, names: tuple[str, str], canonical: tuple[str, str]
+) -> Any:
+    """A Spark frame's id columns ``names`` renamed to truth's ``canonical`` ones, checked
+    and done as :func:`~receval.data.io.rename_ids` does for a local frame."""
+    if names == canonical:
+        return frame
+    rename_ids(_empty_like(frame), role, names, canonical)  # the local engine's checks
+    pairs = {src: dst for src, dst in zip(names, canonical, strict=True) if src != dst}
+    clash = [c for c in pairs.values() if c in frame.columns and c not in pairs]
+    return frame.drop(*clash).withColumnsRenamed(pairs)
+
+
+def _path_found(spark: Any, path: str) -> bool:
+    """False when Spark's file system (Hadoop's, with the session's configuration: local,
+    ``hdfs://``, ``s3a://`` ...) has nothing at ``path`` (a glob: nothing matches). Classic
+    sessions only; True when it cannot tell (Spark Connect), so that Spark's read decides."""
+    try:
+        jvm, conf = spark._jvm, spark._jsc.hadoopConfiguration()
+        target = jvm.org.apache.hadoop.fs.Path(path)
+        found = target.getFileSystem(conf).globStatus(target)
+    except Exception:  # Spark Connect, or a file system that cannot be asked
+        return True
+    return found is not None and len(found) > 0
+
+
+def _spark_read(role: str, path: str, read: Any, spark: Any = None) -> Any:
+    """``read()``, with Spark's errors on a missing or unreadable path as :class:`InputError`
+    (the local reader's message for a missing file). A missing path is found before Spark
+    reads (``spark`` given), so Spark logs no stack trace about it."""
+    if spark is not None and not _path_found(spark, path):
+        msg = f"{role} file {path!r} does not exist."
+        raise InputError(msg)
+    try:
+        return read()
+    except Exception as exc:
+        if not any(c.__module__.startswith(("pyspark", "py4j")) for c in type(exc).__mro__):
+            raise
+        text = str(exc).strip()
+        if "PATH_NOT_FOUND" in text or "Path does not exist" in text:
+            msg = f"{role} file {path!r} does not exist."
+        else:
+            first = text.splitlines()[0] if text else type(exc).__name__
+            msg = f"{role} file {path!r} could not be read by Spark: {first}"
+        raise InputError(msg) from None
+
+
+def _spark_csv(spark: Any, path: str, sep: str, ids: tuple[str, str]) -> Any:
+    """A CSV/TSV file read by Spark as the local reader reads it: the id columns as text
+    (``007`` stays ``"007"``); the other columns' types inferred from every row."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    inferred = spark.read.csv(path, header=True, inferSchema=True, sep=sep)
+    fields = inferred.schema.fields
+    if all(f.name not in ids or isinstance(f.dataType, StringType) for f in fields):
+        return inferred
+    schema = StructType(
+        [StructField(f.name, StringType(), True) if f.name in ids else f for f in fields]
+    )
+    return spark.read.csv(path, header=True, schema=schema, sep=sep)
+
+
+_SPARK_TEXT = ("StringType", "VarcharType", "CharType")
+_INTEGER_TEXT = r"^[+-]?[0-9]+$"  # what Polars' strict cast of text to Int64 accepts
+
+
+def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
+    """Each id column of a Spark frame (checked: integers or text) cast to its kind (``kinds``:
+    column -> kind), as :func:`~receval.data.layout.cast_ids` casts a local one. ``"int"`` on text
+    ids runs one job (counting the values that are not 64-bit integers; a second one shows
+    the first of them) and raises the local engine's error."""
+    from pyspark.sql import functions as F
+
+    types = {f.name: type(f.dataType).__name__ for f in frame.schema.fields}
+    casts = {c: F.col(c).cast("string") for c, k in kinds.items() if k == "str"}
+    integers = [c for c, k in kinds.items() if k == "int"]
+    casts.update({c: F.col(c).cast("bigint") for c in integers})
+    texts = [c for c in integers if types[c] in _SPARK_TEXT]
+    if texts:
+
+        def not_integer(col: str) -> Any:
+            quoted = "`" + col.replace("`", "``") + "`"
+            as_int = F.expr(f"try_cast({quoted} AS BIGINT)")
+            value = F.col(col)
+            return value.isNotNull() & (~value.rlike(_INTEGER_TEXT) | as_int.isNull())
+
+        counts = frame.agg(
+            *[F.sum(not_integer(c).cast("bigint")).alias(f"n{j}") for j, c in enumerate(texts)]
+        ).collect()[0]
+        for j, col in enumerate(texts):
+            if counts[j]:
+                found = frame.filter(not_integer(col)).select(*kinds).limit(5).collect()
+                rows = "\n".join(
+                    "  " + ", ".join(f"{k}={v!r}" for k, v in row.asDict().items()) for row in found
+                )
+                raise InputError(not_integer_message(role, col, int(counts[j]), rows))
+    return frame.withColumns(casts) if casts else frame
+
+
+_POLARS_OF = {
+    "LongType": pl.Int64, "IntegerType": pl.Int32, "ShortType": pl.Int16, "ByteType": pl.Int8,
+    "StringType": pl.String, "DoubleType": pl.Float64, "FloatType": pl.Float32,
+    "BooleanType": pl.Boolean, "DecimalType": pl.Float64, "VarcharType": pl.String,
+    "CharType": pl.String,
+}  # fmt: skip
+
+
+def _empty_like(frame: Any) -> pl.DataFrame:
+    """A 0-row Polars frame with the Spark frame's columns and matching types, for the local
+    engine's column and type checks (identical messages)."""
+    columns = {}
+    for f in frame.schema.fields:
+        name = type(f.dataType).__name__
+        columns[f.name] = pl.Series(f.name, [], dtype=_POLARS_OF.get(name, pl.Object))
+    return pl.DataFrame(columns)
+
+
+def _arrow_type(polars_type: Any) -> Any:
+    import pyarrow as pa
+
+    return {
+        pl.Int64: pa.int64(), pl.Int32: pa.int32(), pl.Int16: pa.int16(), pl.Int8: pa.int8(),
+        pl.String: pa.string(),
+    }[polars_type]  # fmt: skip
+
+
+def _spark_type(polars_type: Any) -> str:
+    return {pl.Int64: "bigint", pl.Int32: "int", pl.Int16: "smallint", pl.Int8: "tinyint",
+            pl.String: "string"}[polars_type]  # fmt: skip
+
+
+# ------------------------------------------------------------------------ on executors
+
+
+def _gather(batches: Iterator[Any]) -> Any:
+    """One partition's Arrow batches as a table, or None when it has no row (an empty
+    partition: more shards than users, more ranges than distinct scores, ...)."""
+    import pyarrow as pa
+
+    received = list(batches)
+    if not received:
+        return None
+    table = pa.Table.from_batches(received)
+    return table if table.num_rows else None
+
+
+def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -> Any:
+    """The function ``mapInArrow`` runs on each partition of users (see the module doc)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import numba
+
+        numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+        table = _gather(batches)
+        if table is None:
+            return
+        rows = pl.from_arrow(table)
+        assert isinstance(rows, pl.DataFrame)
+        rows = rows.sort("__u", "__row")  # grouped by user, in input order within a user
+        names = {"__u": spec.user_col, "__i": spec.item_col}
+        truth = rows.filter(pl.col("__side") == 0).select(
+            pl.col("__u").alias(spec.user_col), pl.col("__i").alias(spec.item_col),
+            pl.col("__v").alias(spec.relevance_col),
+        )  # fmt: skip
+        recs = rows.filter(pl.col("__side") == 1).select(
+            *[pl.col(k).alias(v) for k, v in names.items()], pl.col("__v").alias(spec.order_col)
+        )
+        try:
+            out = run_shard(spec, truth, recs)
+        except RecevalError as exc:  # marked, so the driver raises it again as itself
+            raise RuntimeError(f"[receval:{type(exc).__name__}]{exc}[/receval]") from None
+        yield from _output_batches(spec, out, user_type, n_metrics)
+
+    return run
+
+
+def _output_schema(user_type: Any, n_metrics: int) -> tuple[Any, str]:
+    import pyarrow as pa
+
+    fields = [("kind", pa.int8()), ("u", _arrow_type(user_type))]
+    fields += [(f"m{j}", pa.float64()) for j in range(n_metrics)]
+    fields += [("blob", pa.binary()), ("s", pa.float64()), ("b", pa.int64()),
+               ("k", pa.int32()), ("code", pa.int64()), ("absent", pa.int64())]  # fmt: skip
+    spark_types = [("kind", "tinyint"), ("u", _spark_type(user_type))]
+    spark_types += [(f"m{j}", "double") for j in range(n_metrics)]
+    spark_types += [("blob", "binary"), ("s", "double"), ("b", "bigint"), ("k", "int")]
+    spark_types += [("code", "bigint"), ("absent", "bigint")]
+    ddl = ", ".join(f"{name} {t}" for name, t in spark_types)
+    return pa.schema(fields), ddl
+
+
+def _output_batches(spec: ShardSpec, out: Any, user_type: Any, n_metrics: int) -> Iterator[Any]:
+    import pyarrow as pa
+
+    schema, _ = _output_schema(user_type, n_metrics)
+
+    def batch(n: int, **cols: Any) -> Any:
+        arrays = []
+        for f in schema:
+            if f.name == "kind":
+                arrays.append(pa.array(np.full(n, cols["kind"], dtype=np.int8)))
+            elif f.name in cols:
+                arrays.append(pa.array(cols[f.name], type=f.type))
+            else:
+                arrays.append(pa.nulls(n, type=f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    frame = out.per_user
+    if frame.height:
+        cols = {"u": frame[spec.user_col].to_arrow()}
+        for j, name in enumerate(frame.columns[1:]):
+            cols[f"m{j}"] = frame[name].to_arrow()  # nulls stay null
+        yield batch(frame.height, kind=_KIND_USER, **cols)
+    yield batch(1, kind=_KIND_STATS, blob=[pickle.dumps(out.stats, protocol=5)])
+    if out.scored is not None and out.scored[0].size:
+        scores, bits = out.scored
+        yield batch(scores.size, kind=_KIND_SCORED, s=scores, b=bits)
+    ks = _k_list(spec)
+    for k, (codes, counts, absent) in out.exposure.items():
+        if codes.size:
+            index = np.full(codes.size, ks.index(k), dtype=np.int32)
+            yield batch(codes.size, kind=_KIND_EXPOSURE, k=index, code=codes, b=counts,
+                        absent=absent)  # fmt: skip
+    if out.ratings is not None and out.ratings[0].size:
+        ys, ns = out.ratings
+        yield batch(ys.size, kind=_KIND_RATING, s=ys, b=ns.astype(np.int64))
+
+
+def _k_list(spec: ShardSpec) -> list[int | None]:
+    ks: list[int | None] = []
+    for m in spec.plan:
+        if m.spec.family == "beyond" and m.k not in ks:
+            ks.append(m.k)
+    return ks
+
+
+def _partition_task(compute: Any, columns: tuple[str, ...]) -> Any:
+    """A ``mapInArrow`` function: ``compute(*arrays)`` of one partition's ``columns``,
+    pickled into one ``blob`` row (nothing for an empty partition)."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        table = _gather(batches)
+        if table is None:
+            return
+        arrays = [np.ascontiguousarray(table.column(c).to_numpy()) for c in columns]
+        result = compute(*arrays)
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(result, protocol=5)]})
+
+    return run
+
+
+def _range_stats(n_thr: int) -> Any:
+    """Per score range: its pair counts (:func:`~receval.engines.shard.scored_partition`)."""
+    return _partition_task(lambda s, b: scored_partition(s, b, n_thr), ("s", "b"))
+
+
+def _range_ap(n_thr: int, above: dict[float, list[tuple[int, int]]]) -> Any:
+    """Per score range: average precision's expansions, given the ranges above it."""
+
+    def compute(scores: np.ndarray, bits: np.ndarray) -> list[np.ndarray]:
+        before = above[float(scores.min())]
+        return [ap_partition(scores, bits, j, before[j]) for j in range(n_thr)]
+
+    return _partition_task(compute, ("s", "b"))
+
+
+def _sstot_task(mean: float) -> Any:
+    """Per partition of distinct true ratings: SS_tot's expansion around ``mean``."""
+    return _partition_task(lambda ys, ns: sstot_parts(ys, ns, mean), ("s", "n"))
+
+
+# ------------------------------------------------------------------------------ driver
+
+
+def evaluate_spark(
+    truth: Any,
+    recs: Any,
+    metrics: Any,
+    *,
+    spark: Any = None,
+    partitions: int | None = None,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: Any = "expected",
+    relevance_threshold: float = 1,
+    no_recs: Any = "zero",
+    train: Any = None,
+    items: Any = None,
+    item_features: Any = None,
+    rating_range: tuple[float, float] | None = None,
+    id_type: IdTypeArg = "auto",
+    columns: Any = None,
+    input_format: Any = None,
+) -> Result:
+    """:func:`receval.evaluate` with Spark (see the module doc); same arguments and Result.
+
+    ``spark``: the session (default: that of a Spark DataFrame input, the active one, or a
+    local one); ``partitions``: how many user shards (default: about 2 million rows each, at
+    most ``spark.sql.shuffle.partitions``). Every option is checked before any Spark job.
+    """
+    kinds = check_id_type(id_type)
+    partitions = check_spark_options(spark, partitions)
+    inputs = Inputs.of(columns, input_format, user_col, item_col)
+    user_col, item_col = inputs.user_col, inputs.item_col  # every frame gets truth's names
+    _pyspark()
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    request = {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col,
+        "rank_col": rank_col, "relevance_col": relevance_col, "ties": ties,
+        "relevance_threshold": relevance_threshold, "no_recs": no_recs, "options": {},
+    }  # fmt: skip
+    spec_of(metrics, has_relevance=True, **request)  # metrics and options, before any job
+    if spark is None:
+        for data in (recs, truth):
+            if is_spark_frame(data):
+                spark = data.sparkSession
+                break
+        else:
+            spark = session()
+    if id(spark) not in _checked:
+        check_executors(spark)
+        _checked.add(id(spark))
+    order_col = rank_col if rank_col is not None else score_col
+    rel_name = relevance_col or "relevance"
+    read = []
+    sides: tuple[tuple[Any, Role, str], ...] = (
+        (truth, "truth", rel_name), (recs, "recs", order_col),
+    )  # fmt: skip
+    for data, role, value_col in sides:
+        own = inputs.columns[role]
+        cols = {"user_col": own[0], "item_col": own[1], "value_col": value_col}
+        frame = _as_spark(spark, data, role, cols, inputs.formats[role])
+        read.append(_rename_spark(frame, role, own, (user_col, item_col)))
+    t, r = read
+    has_relevance = relevance_col is not None or rel_name in t.columns
+    if not has_relevance:
+        warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=3)
+    if not has_relevance and user_col in t.columns and item_col in t.columns:
+        t = t.select(user_col, item_col).withColumn(rel_name, F.lit(1.0))
+    spec = spec_of(metrics, has_relevance=has_relevance, **request)
+    plan = spec.plan
+    t_empty, r_empty = _empty_like(t), _empty_like(r)
+    check_inputs(
+        t_empty,
+        r_empty,
+        ids=[user_col, item_col],
+        relevance_col=spec.relevance_col,
+        order_col=spec.order_col,
+        by_rank=spec.by_rank,
+        allow_empty=True,
+    )  # columns and types; values are checked in each shard
+    if kinds != {"user": "auto", "item": "auto"}:
+        id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
+        t, r = _spark_ids(t, "truth", id_kinds), _spark_ids(r, "recs", id_kinds)
+        t_empty, r_empty = _empty_like(t), _empty_like(r)
+    t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
+    t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
+    user_type = t_empty.schema[user_col]
+    item_type = t_empty.schema[item_col]
+    t = t.select(
+        F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
+        F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
+        F.col(rel_name).cast("double").alias("__v"),
+    )
+    r = r.select(
+        F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
+        F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
+        F.col(order_col).cast("double").alias("__v"),
+    )
+    kind = pl.String if item_type == pl.String else pl.Int64
+    if train is not None and not is_spark_frame(train):  # a local train, read once
+        train = read_train(train, user_col, item_col, kind, kinds, inputs, unify=False)
+    options = {"train": train, "items": items, "item_features": item_features,
+               "rating_range": rating_range}  # fmt: skip
+    with _executor_errors():
+        sources = _spark_sources(spec, t, r, item_type, kinds, inputs)
+        context = build_context(plan, options, sources)
+    spec = ShardSpec(**{**spec.__dict__, "options": context})
+
+    rows = (
+        t.withColumn("__side", F.lit(0).cast("tinyint"))
+        .withColumn("__row", F.monotonically_increasing_id())
+        .unionByName(
+            r.withColumn("__side", F.lit(1).cast("tinyint")).withColumn(
+                "__row", F.monotonically_increasing_id()
+            )
+        )
+    )
+    if not partitions:
+        partitions = _default_partitions(spark, t, r)
+    shuffled = rows.repartition(partitions, "__u")
+    columns = per_user_metrics(plan)
+    _, ddl = _output_schema(user_type, len(columns))
+    threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
+    global_rows = spec.thresholds() or any(
+        m.spec.family == "beyond" or (m.spec.family == "rating" and m.get("average") == "rows")
+        for m in plan
+    )
+    if global_rows:  # read more than once: computed once
+        out = out.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        with _executor_errors():
+            in_train = None
+            if train is not None:
+                in_train = _in_train_job(spark, t, r, train, spec, user_type, kinds, inputs)
+            return _finish(spark, spec, out, columns, user_type, partitions, in_train)
+    finally:
+        if global_rows:
+            out.unpersist()
+
+
+ROWS_PER_SHARD = 2_000_000
+MIN_ROWS_PER_SHARD = 10_000
+
+
+def _default_partitions(spark: Any, truth: Any, recs: Any) -> int:
+    """About ``ROWS_PER_SHARD`` rows per shard, so a task's fixed cost (a Python worker, Arrow
+    transfers) stays small next to its rows; at least one shard per core while shards keep
+    ``MIN_ROWS_PER_SHARD`` rows; at most ``spark.sql.shuffle.partitions`` or the cores.
+
+    Counting reads the inputs once more: cheap for files, and why an input computed by a long
+    pipeline is best cached (or ``partitions=`` given)."""
+    rows = int(truth.count()) + int(recs.count())
+    cores = _cores(spark)
+    most = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200), cores)
+    wanted = max(-(-rows // ROWS_PER_SHARD), min(cores, rows // MIN_ROWS_PER_SHARD))
+    return max(1, min(most, wanted))
+
+
+def _cores(spark: Any) -> int:
+    """The cluster's task slots: classic Spark's default parallelism; Spark Connect has no
+    SparkContext, so ``spark.default.parallelism`` when set, else 1."""
+    try:
+        return max(1, int(spark.sparkContext.defaultParallelism))
+    except Exception:  # Spark Connect: no SparkContext on the client
+        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
+
+
+def _collect_polars(frame: Any) -> pl.DataFrame:
+    if hasattr(frame, "toArrow"):
+        out = pl.from_arrow(frame.toArrow())
+    else:  # pyspark < 4
+        out = pl.from_pandas(frame.toPandas())
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def _finish(
+    spark: Any,
+    spec: ShardSpec,
+    out: Any,
+    columns: list[str],
+    user_type: Any,
+    partitions: int,
+    in_train: Callable[[], tuple[int, int]] | None = None,
+) -> Result:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    user_col = spec.user_col
+    picked = ["kind", "blob", F.col("u").alias(user_col)] + [
+        F.col(f"m{j}").alias(name) for j, name in enumerate(columns)
+    ]
+    # one job brings back the per-user rows and the shards' records
+    local = _collect_polars(out.filter(F.col("kind") <= _KIND_STATS).select(*picked))
+    merger = Merger(spec)
+    for blob in local.filter(pl.col("kind") == _KIND_STATS)["blob"]:
+        merger.add(pickle.loads(blob))
+    for side, rows in (("truth", merger.rows[0]), ("recs", merger.rows[1])):
+        if rows == 0:
+            msg = f"{side} is empty (0 rows); expected at least one row."
+            raise InputError(msg)
+    if in_train is not None:  # a job run once the shards have checked truth and recs
+        merger.in_train = in_train()
+    per_user = local.filter(pl.col("kind") == _KIND_USER).drop("kind", "blob")
+    per_user = per_user.with_columns(pl.col(user_col).cast(user_type)).sort(user_col)
+    if not columns:
+        per_user = pl.DataFrame({user_col: pl.Series(user_col, [], dtype=user_type)})
+
+    n_thr = len(spec.thresholds())
+    scored = ap = None
+    if n_thr:
+        ranged = (
+            out.filter(F.col("kind") == _KIND_SCORED)
+            .select("s", "b")
+            .repartitionByRange(partitions, "s")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        try:
+            blobs = ranged.mapInArrow(_range_stats(n_thr), "blob binary").collect()
+            stats = [pickle.loads(b[0]) for b in blobs]
+            scored = combine_scored(stats, n_thr)
+            above = above_counts(stats, n_thr)
+            ap = [np.zeros(0) for _ in range(n_thr)]
+            if any(m.name == "average_precision" for m in spec.plan):  # a second pass
+                found = ranged.mapInArrow(_range_ap(n_thr, above), "blob binary").collect()
+                pieces = [pickle.loads(b[0]) for b in found]
+                ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(n_thr)]
+        finally:
+            ranged.unpersist()
+
+    exposure: dict[int | None, tuple[np.ndarray, np.ndarray, int]] = {}
+    ks = _k_list(spec)
+    if any(m.spec.family == "beyond" for m in spec.plan):
+        per_item = (
+            out.filter(F.col("kind") == _KIND_EXPOSURE)
+            .groupBy("k", "code")
+            .agg(F.sum("b").alias("n"), F.max("absent").alias("absent"))
+        )
+        hist = _collect_polars(
+            per_item.groupBy("k", "n").agg(
+                F.count(F.lit(1)).alias("items"), F.sum("absent").alias("absent")
+            )
+        )
+        for index, k in enumerate(ks):
+            h = hist.filter(pl.col("k") == index).sort("n")
+            exposure[k] = (
+                h["n"].to_numpy().astype(np.int64),
+                h["items"].to_numpy().astype(np.int64),
+                int(h["absent"].sum() or 0),
+            )
+
+    sstot = None
+    if merger.rating is not None:
+        ratings = out.filter(F.col("kind") == _KIND_RATING).groupBy("s").agg(F.sum("b").alias("n"))
+        blobs = ratings.mapInArrow(_sstot_task(merger.rating_mean()), "blob binary").collect()
+        sstot = np.concatenate([np.zeros(0)] + [pickle.loads(b[0]) for b in blobs])
+    return merger.result(per_user, scored, ap, exposure, sstot)
+
+
+# ------------------------------------------------------------------------- the context
+
+
+def _in_train_job(
+    spark: Any,
+    t: Any,
+    r: Any,
+    train: Any,
+    spec: ShardSpec,
+    user_type: Any,
+    kinds: dict[str, IdType],
+    inputs: Inputs,
+) -> Callable[[], tuple[int, int]]:
+    """The job counting recs rows of truth users whose (user, item) pair is in train, and
+    their users (:func:`~receval.families.beyond.in_train_counts`, by semi joins); ``t``, ``r``: the
+    ``__u, __i`` frames; ``train``: a Spark frame, or the local distinct pairs already read.
+    Its checks (train's id types) run here, before any job."""
+    from pyspark.sql import functions as F
+
+    user_col, item_col = spec.user_col, spec.item_col
+    item_type = _empty_like(t.select("__i")).schema["__i"]
+    if is_spark_frame(train):
+        own_user, own_item = inputs.columns["train"]
+        pairs = _spark_train(train, own_user, own_item, item_type, kinds, check_items=False)
+        found = _empty_like(pairs).schema
+        train_types = (found["__u"], found["__i"])
+    else:
+        pairs = spark.createDataFrame(
+            train.select(pl.col(user_col).alias("__u"), pl.col(item_col).alias("__i")).to_arrow()
+        )
+        train_types = (train.schema[user_col], train.schema[item_col])
+    key = {  # ids compared as the local engine compares them
+        c: "bigint" if join_key_type(ours, theirs) == pl.Int64 else "string"
+        for c, ours, theirs in zip(("__u", "__i"), (user_type, item_type), train_types, strict=True)
+    }
+
+    def typed(frame: Any) -> Any:
+        return frame.select(*[F.col(c).cast(k).alias(c) for c, k in key.items()])
+
+    def run() -> tuple[int, int]:
+        users = t.select(F.col("__u").cast(key["__u"]).alias("__u")).distinct()
+        found = typed(r).join(users, "__u", "left_semi")
+        found = found.join(typed(pairs), ["__u", "__i"], "left_semi")
+        rows, n_users = found.agg(F.count(F.lit(1)), F.countDistinct("__u")).collect()[0]
+        return int(rows), int(n_users)
+
+    return run
+
+
+def _spark_sources(
+    spec: ShardSpec,
+    t: Any,
+    r: Any,
+    item_type: Any,
+    kinds: dict[str, IdType],
+    inputs: Inputs | None = None,
+) -> Sources:
+    """:class:`~receval.engines.shard.Sources` computed by Spark where the data lives there (truth,
+    recs, a Spark train or item table); local train and item tables are read locally (a local
+    train comes read, with truth's names; ``inputs``: the other inputs' own column names)."""
+    from pyspark.sql import functions as F
+
+    user_col, item_col = spec.user_col, spec.item_col
+    kind = pl.String if item_type == pl.String else pl.Int64
+
+    def truth_range() -> tuple[float, float]:
+        lo, hi = t.agg(F.min("__v"), F.max("__v")).collect()[0]
+        return float(lo), float(hi)
+
+    def popularity(train: Any) -> tuple[pl.DataFrame, int]:
+        if not is_spark_frame(train):
+            local = B.read_train(train, user_col, item_col, kind, kinds)
+            assert local is not None
+            return B.train_popularity(local, user_col, item_col)
+        own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
+        pairs = _spark_train(train, own_user, own_item, item_type, kinds).persist()
+        try:  # distinct (user, item) pairs: users per item, and train's users
+            per_item = _collect_polars(pairs.groupBy("__i").agg(F.count(F.lit(1)).alias("n")))
+            n_users = int(pairs.select("__u").distinct().count())
+        finally:
+            pairs.unpersist()
+        per_item = per_item.select(
+            pl.col("__i").cast(kind).alias(item_col), pl.col("n").cast(pl.Int64)
+        ).sort(item_col)
+        return per_item, n_users
+
+    def items(data: Any) -> pl.DataFrame | None:
+        if is_spark_frame(data):
+            data = _collect_polars(data)
+        return B.read_items(data, user_col, item_col, kind, kinds, inputs)
+
+    def item_ids() -> list[pl.Series]:
+        union = t.select("__i").unionByName(r.select("__i")).distinct()
+        return [_collect_polars(union)["__i"].cast(kind)]
+
+    return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids)
+
+
+def _spark_train(
+    train: Any,
+    user_col: str,
+    item_col: str,
+    item_type: Any,
+    kinds: dict[str, IdType] | None = None,
+    check_items: bool = True,
+) -> Any:
+    """Train's distinct (user, item) pairs as ``__u, __i``, checked and cast (``kinds``: the
+    id kinds of ``id_type``) as the local reader does (``check_items`` false: item ids of
+    another type than recs' are kept, for the in-train count)."""
+    from pyspark.sql import functions as F
+
+    check_train_columns(train.columns, user_col, item_col)
+    kind = pl.String if item_type == pl.String else pl.Int64
+    if kinds is not None and kinds != {"user": "auto", "item": "auto"}:
+        ids = [user_col, item_col]
+        empty = _empty_like(train).select(ids).with_columns(pl.lit(1.0).alias("__one"))
+        check_frame(  # the id types, before the cast
+            empty, "train", id_cols=ids, value_col="__one", value_name="unused", fix="",
+            allow_empty=True,
+        )  # fmt: skip
+        train = _spark_ids(train, "train", {user_col: kinds["user"], item_col: kinds["item"]})
+    if check_items:
+        unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's check
+    nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
+    bad = nulls.limit(5).collect()
+    if bad:
+        shown = "\n".join(f"  {row.asDict()}" for row in bad)
+        msg = f"train has null value(s) in {user_col!r} or {item_col!r}; expected none:\n{shown}"
+        raise InputError(msg)
+    return train.select(F.col(user_col).alias("__u"), F.col(item_col).alias("__i")).distinct()

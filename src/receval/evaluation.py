@@ -1,0 +1,261 @@
+"""``evaluate``: every metric family of recommendations against truth, on the engine that
+fits the inputs.
+
+:func:`evaluate` checks the options every engine shares, then hands the work to one engine:
+a model source (:class:`~receval.FactorModel`, :class:`~receval.ScoreModel`) to
+:mod:`receval.engines.model`, Spark DataFrames (or ``engine="spark"``) to
+:mod:`receval.engines.spark`, anything else to :mod:`receval.engines.local`. Each returns
+the same :class:`~receval.Result`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, get_args
+
+from receval._errors import InputError
+from receval.data.io import ROLES, Inputs, check_exists
+from receval.data.layout import IdTypeArg, check_column_names, check_id_type
+from receval.engines.local import evaluate_local
+from receval.engines.model import evaluate_model, is_model
+from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
+from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
+from receval.metrics.registry import Metric, parse_metrics
+from receval.metrics.result import Result
+
+__all__ = ["Engine", "NoRecsPolicy", "TiesPolicy", "evaluate"]
+
+Engine = Literal["auto", "local", "spark"]
+
+
+def evaluate(
+    truth: Any,
+    recs: Any,
+    metrics: str | Metric | Iterable[str | Metric],
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: TiesPolicy = "expected",
+    relevance_threshold: float = 1,
+    no_recs: NoRecsPolicy = "zero",
+    train: Any = None,
+    items: Any = None,
+    item_features: str | list[str] | Callable[[Any, Any], float] | None = None,
+    rating_range: tuple[float, float] | None = None,
+    id_type: IdTypeArg = "auto",
+    columns: Mapping[str, Mapping[str, str]] | Iterable[str] | None = None,
+    input_format: str | Mapping[str, str] | None = None,
+    engine: Engine = "auto",
+    spark: Any = None,
+    partitions: int | None = None,
+    exclude: Any = None,
+    candidates: Any = None,
+    block_memory: int | str = "256MiB",
+    excluded_truth: Literal["drop", "raise"] = "drop",
+    progress: bool = False,
+) -> Result:
+    """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
+
+    Parameters
+    ----------
+    truth:
+        What users really did: rows ``(user, item[, relevance])``. A Polars or pandas
+        DataFrame, a PyArrow Table, a path to a Parquet/CSV/TSV file or a TREC qrels file, or a
+        dict ``{user: {item: relevance}}``. Without a relevance column every row has relevance 1.
+    recs:
+        The model's output: rows ``(user, item, score)`` (higher is better) or
+        ``(user, item, rank)`` with ``rank_col`` (1 is best); same sources as ``truth`` (a TREC
+        run file, or ``{user: {item: score}}``). Or a model: a :class:`receval.FactorModel`
+        (user and item factors) or :class:`receval.ScoreModel` (a function scoring every item
+        for a batch of users), evaluated on the full catalog with exact ranks (docs/model.md).
+    metrics:
+        Metric strings such as ``"ndcg@10"``, ``"map(denominator=min)@100"``,
+        ``"recall(rel=2)@20"``; see :func:`receval.list_metrics`.
+    user_col, item_col, score_col, rank_col, relevance_col:
+        Column names. ``user_col`` and ``item_col`` name the id columns of every input (truth,
+        recs, train, items; ``columns`` names one input's own). ``rank_col`` replaces
+        ``score_col`` when given. Without ``relevance_col``, truth's ``"relevance"`` column is
+        used when present, else every row has relevance 1 (a truth column named like a grade,
+        such as ``rating`` or ``label``, is then named in a warning); a ``relevance_col`` that
+        is named must exist. ``result.settings["relevance_col"]`` says which was used (None:
+        relevance 1).
+    ties:
+        How equal scores (or repeated ranks) are ordered: ``"expected"`` (the expected value
+        over all orders of each tie group, in closed form), ``"first"`` (input row order),
+        ``"trec"`` (item id descending, compared as strings, exactly as trec_eval),
+        ``"optimistic"`` / ``"pessimistic"`` (within a tie, items in descending / ascending
+        relevance: the best and the worst case, which bound ``"expected"``).
+    relevance_threshold:
+        An item is relevant when its relevance is >= this (> 0; trec_eval ``-l``). A metric's
+        own ``rel=`` parameter overrides it for that metric.
+    no_recs:
+        Evaluated users with no recommendations score 0 (``"zero"``, trec_eval ``-c``), are
+        left out (``"skip"``) or raise an error (``"raise"``).
+    train:
+        Training interactions ``(user, item)`` (same sources as ``truth``): item popularity
+        for ``novelty``, ``arp`` and ``long_tail``, and catalog items for ``coverage``. When
+        given, recs rows of truth users whose item the user already has in train are counted
+        (``result.counts.recs_in_train``) and, if any, named in a warning.
+    items:
+        The item table (``item_col`` plus feature columns): the catalog for ``coverage`` and
+        ``gini``, and the item features for ``ils`` / ``diversity``.
+    item_features:
+        How ``ils`` / ``diversity`` compare two items: the name of a list/array column of
+        ``items`` (cosine of vectors), a list of categorical columns (Jaccard of feature
+        sets), or a function ``sim(item_a, item_b) -> float`` of two item ids.
+    rating_range:
+        ``(r_min, r_max)`` of the rating scale for ``nmae``; read from truth when not given.
+    id_type:
+        The type of the user and item ids of truth, recs, train and items. ``"auto"``: typed
+        sources (Parquet, DataFrames, Arrow, dicts) keep theirs, and CSV, TSV and TREC files
+        give text ids (``"007"`` and ``"7"`` differ; never guessed from a sample of rows).
+        ``"str"``: every id as text (integers become their decimal text). ``"int"``: every id
+        as a 64-bit integer (``"007"`` becomes 7; a value that is not an integer raises). A
+        kind by id: ``{"item": "int"}`` (or ``"item=int"``; ``"user=str,item=int"``), an id
+        not named staying ``"auto"``.
+    columns:
+        The id column names of one input where they differ from ``user_col`` / ``item_col``:
+        ``{input: {"user": name, "item": name}}``, inputs ``"truth"``, ``"recs"``,
+        ``"train"``, ``"items"`` (item only), e.g. ``{"recs": {"user": "uid"}}``; or texts
+        ``["recs.user=uid", "recs.item=iid"]`` (CLI ``--columns recs.user=uid``, repeatable).
+        Every frame is read with its own names, then takes truth's: the output's user column
+        is named by truth's user column.
+    input_format:
+        The format of file inputs whose suffix does not tell it: ``"parquet"``, ``"csv"``,
+        ``"tsv"`` or ``"trec"`` for every file input, or by input, ``{"truth": "tsv"}`` (as
+        text ``"truth=tsv,train=tsv"``); it overrides the suffix. RecBole's ``.inter``,
+        ``.item`` and ``.user`` files are read as TSV by their suffix, the ``:token`` /
+        ``:float`` type suffixes dropped from their header names (``user_id:token`` is
+        ``user_id``).
+    engine:
+        ``"auto"`` (Spark when ``truth`` or ``recs`` is a pyspark DataFrame, else local),
+        ``"local"`` or ``"spark"`` (also for paths, which Spark then reads). The Spark
+        engine (``pip install "receval[spark]"``; docs/spark.md) returns the same Result.
+    spark:
+        The SparkSession of the Spark engine (default: that of a Spark DataFrame input, the
+        active one, or a new local one).
+    partitions:
+        The Spark engine's number of user shards, an integer >= 1 (default: about 2 million
+        rows a shard, at least one per core). ``spark`` and ``partitions`` need the Spark
+        engine: with the local one they raise.
+
+    exclude:
+        With a model: ``(user, item)`` rows never recommended to that user nor counted as
+        candidates (usually the training interactions): a table, a file or a dict
+        ``{user: [items]}``. Truth rows that it lists for the same user are left out of truth
+        with a warning (``excluded_truth="drop"``) or raise (``"raise"``).
+    candidates:
+        With a model: the items to rank within, instead of the whole catalog: item ids (one
+        subset for every user) or ``(user, item)`` rows (a table, file or dict: per user).
+    block_memory:
+        With a model: the memory for one block of scores (users x items), in bytes or as text
+        (``"256MiB"``, ``"2GB"``); the score matrix is never held whole.
+    excluded_truth:
+        ``"drop"`` (default) or ``"raise"``: see ``exclude``.
+    progress:
+        With a model: a progress bar on stderr while scoring.
+
+    Returns
+    -------
+    Result
+        ``result[name]`` -> mean, ``result.per_user``, ``result.counts``.
+
+    Examples
+    --------
+    >>> import receval
+    >>> truth = {"u1": {"a": 1, "b": 1}, "u2": {"c": 2}}
+    >>> recs = {"u1": {"a": 0.9, "x": 0.8, "b": 0.1}, "u2": {"x": 0.5, "c": 0.5}}
+    >>> res = receval.evaluate(truth, recs, ["mrr", "precision@2"], ties="first")
+    >>> res["mrr"], res["precision@2"]
+    (0.75, 0.5)
+
+    With ``ties="expected"``, u2's tie between ``x`` and ``c`` counts as either order:
+
+    >>> receval.evaluate(truth, recs, "mrr")["mrr"]
+    0.875
+    """
+    if engine not in get_args(Engine):
+        msg = f"engine must be one of {', '.join(get_args(Engine))}; got {engine!r}."
+        raise InputError(msg)
+    kinds = check_id_type(id_type)
+    use_spark = engine == "spark" or (
+        engine == "auto" and any(map(is_spark_frame, (truth, recs, train, items)))
+    )
+    partitions = check_spark_options(spark, partitions, use_spark)
+    order_option = "score_col" if rank_col is None else "rank_col"
+    ids = {"user_col": user_col, "item_col": item_col}
+    check_column_names({**ids, order_option: score_col if rank_col is None else rank_col}, "recs")
+    relevance = {"relevance_col": relevance_col} if relevance_col is not None else {}
+    check_column_names({**ids, **relevance}, "truth")
+    inputs = Inputs.of(columns, input_format, user_col, item_col)
+    for role in ROLES:  # an input's own id column names, where columns= gives them
+        own_user, own_item = inputs.columns[role]
+        if (own_user, own_item) == (user_col, item_col):
+            continue
+        named = {f"columns[{role!r}]['user']": own_user} if role != "items" else {}
+        named[f"columns[{role!r}]['item']"] = own_item
+        if role == "recs":
+            named[order_option] = score_col if rank_col is None else rank_col
+        check_column_names({**named, **(relevance if role == "truth" else {})}, role)
+    options = {
+        "train": train, "items": items, "item_features": item_features,
+        "rating_range": rating_range,
+    }  # fmt: skip
+    request: dict[str, Any] = {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col, "rank_col": rank_col,
+        "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
+        "no_recs": no_recs,
+    }  # fmt: skip
+    if use_spark:
+        if is_model(recs):
+            msg = (
+                "a model source (FactorModel, ScoreModel) is evaluated by the local engine; "
+                "the Spark engine takes recommendation tables (receval.topk builds one)."
+            )
+            raise InputError(msg)
+        return evaluate_spark(
+            truth, recs, metrics, spark=spark, partitions=partitions, id_type=kinds,
+            columns=columns, input_format=input_format, **request, **options,
+        )  # fmt: skip
+    if engine == "local":
+        truth, recs, options = _local_inputs(truth, recs, options)
+    for role in ("train", "items"):  # a path given must exist, whether a metric reads it or not
+        check_exists(options[role], role)
+    plan = parse_metrics(metrics)
+    check_policies(ties, no_recs)
+    threshold = check_threshold(relevance_threshold)
+    if is_model(recs):
+        return evaluate_model(  # type: ignore[no-any-return]
+            truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,
+            ties=ties, threshold=threshold, no_recs=no_recs, options=options, exclude=exclude,
+            candidates=candidates, block_memory=block_memory, excluded_truth=excluded_truth,
+            progress=progress, rank_col=rank_col,
+        )  # fmt: skip
+    if exclude is not None or candidates is not None:
+        msg = (
+            "exclude= and candidates= apply to a model source (receval.FactorModel or "
+            "receval.ScoreModel); recs is a table: filter its rows instead."
+        )
+        raise InputError(msg)
+    return evaluate_local(
+        truth, recs, plan, inputs=inputs, kinds=kinds, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+        options=options,
+    )  # fmt: skip
+
+
+def _local_inputs(
+    truth: Any, recs: Any, options: dict[str, Any]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """engine="local" with pyspark DataFrames: collect them to the driver as Arrow tables."""
+
+    def local(data: Any) -> Any:
+        if not is_spark_frame(data):
+            return data
+        return data.toArrow() if hasattr(data, "toArrow") else data.toPandas()
+
+    options = {**options, "train": local(options["train"]), "items": local(options["items"])}
+    return local(truth), local(recs), options

@@ -1,0 +1,1 @@
+"""Metric families as providers over one contract: ranking, pointwise, beyond."""

@@ -1,0 +1,259 @@
+"""The contract between the metric families and the engines.
+
+Every engine builds one canonical layout of truth and recommendations
+(:class:`Prepared`: rows grouped by user, item keys, truth matched against recs; built by
+:func:`receval.families.ranking.prepare`) and hands each family's metrics to that family's
+provider (:data:`receval.families.providers.PARTS`). A provider returns a :class:`Part`
+(means, per-user columns, details, and what a distributed engine needs to merge shards);
+:func:`merge` joins the parts into one :class:`~receval.Result`.
+
+This module holds the layout, the part, the policies every family shares and the checks
+every engine makes; it imports nothing above the data and metrics layers.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError
+from receval.data.layout import Grouped, check_frame
+from receval.metrics.registry import Metric
+from receval.metrics.result import Counts, Result
+
+__all__ = [
+    "GRADE_NAMES",
+    "NO_RECS",
+    "TIES",
+    "NoRecsPolicy",
+    "Part",
+    "Prepared",
+    "TiesPolicy",
+    "check_inputs",
+    "check_policies",
+    "check_threshold",
+    "join_per_user",
+    "merge",
+    "no_evaluated_message",
+    "per_user_frame",
+    "warn_unused_relevance",
+]
+
+TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
+NoRecsPolicy = Literal["zero", "skip", "raise"]
+
+# truth column names (compared in lower case) that look like a relevance grade: one of them
+# left unused while every row gets relevance 1 is named in a warning
+GRADE_NAMES = frozenset(
+    {
+        "relevance", "relevance_score", "rel", "rating", "ratings", "rate", "stars", "label",
+        "labels", "grade", "grades", "score", "scores", "weight", "click", "clicks", "clicked",
+        "judgment", "judgement", "gain", "preference", "target",
+    }
+)  # fmt: skip
+
+
+TIES: tuple[str, ...] = get_args(TiesPolicy)
+NO_RECS: tuple[str, ...] = get_args(NoRecsPolicy)
+
+
+def check_policies(ties: object, no_recs: object) -> None:
+    """:class:`InputError` unless ``ties`` and ``no_recs`` name one of their policies."""
+    if ties not in TIES:
+        msg = f"ties must be one of {', '.join(TIES)}; got {ties!r}."
+        raise InputError(msg)
+    if no_recs not in NO_RECS:
+        msg = f"no_recs must be one of {', '.join(NO_RECS)}; got {no_recs!r}."
+        raise InputError(msg)
+
+
+def check_threshold(value: object) -> float:
+    """``relevance_threshold`` as a float, or :class:`InputError` unless a finite number > 0."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        msg = f"relevance_threshold must be a finite number > 0; got {value!r}."
+        raise InputError(msg)
+    return float(value)
+
+
+def warn_unused_relevance(columns: list[str], ids: list[str], stacklevel: int = 2) -> None:
+    """Warn when truth, read without a relevance column (every row relevance 1), has columns
+    named like a relevance grade (:data:`GRADE_NAMES`, any case) that are not its ids."""
+    found = [c for c in columns if c.lower() in GRADE_NAMES and c not in ids]
+    if not found:
+        return
+    first = found[0]
+    names = ", ".join(repr(c) for c in found)
+    warnings.warn(
+        f"truth column(s) {names} look like relevance grades but are not used: without "
+        "relevance_col and without a column 'relevance', every truth row has relevance 1. "
+        f"Pass relevance_col={first!r} (CLI --relevance-col {first}) to use it.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def check_inputs(
+    truth: pl.DataFrame,
+    recs: pl.DataFrame,
+    *,
+    ids: list[str],
+    relevance_col: str,
+    order_col: str,
+    by_rank: bool,
+    allow_empty: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Truth and recs checked by :func:`~receval.data.layout.check_frame` (columns, types,
+    values), with the messages every engine gives."""
+    t_frame = check_frame(
+        truth, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).", allow_empty=allow_empty,
+    )  # fmt: skip
+    r_frame = check_frame(
+        recs, "recs", id_cols=ids, value_col=order_col,
+        value_name="rank" if by_rank else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
+        allow_empty=allow_empty,
+    )  # fmt: skip
+    return t_frame, r_frame
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The canonical layout that every metric family reads.
+
+    Truth and recs rows are grouped by user (``t_grp`` / ``r_grp``: flat frames plus offsets);
+    row ``a`` of the arrays below is row ``a`` of ``t_grp.frame`` / ``r_grp.frame``.
+
+    Attributes
+    ----------
+    u2r:
+        For each truth user (group), its recs group or -1.
+    t_match:
+        For each truth row, the recs row with the same (user, item), or -1.
+    t_rel, r_score:
+        Truth relevance (1.0 when truth has no relevance column) and the recs order column as
+        given (a score, or a rank when ``by_rank``), as float64.
+    t_item, r_item:
+        64-bit item keys: equal keys are equal items within a user (verified).
+    options:
+        Family options of :func:`evaluate`: ``train``, ``items``, ``item_features``,
+        ``rating_range``, ``id_type`` (train and items follow it) and ``has_relevance``
+        (whether truth had a relevance column); ``_inputs`` (each input's own column names
+        and format, :class:`~receval.data.io.Inputs`) and ``_train_pairs`` (train read once).
+    """
+
+    t_grp: Grouped
+    r_grp: Grouped
+    u2r: np.ndarray
+    t_match: np.ndarray
+    t_rel: np.ndarray
+    r_score: np.ndarray
+    t_item: np.ndarray
+    r_item: np.ndarray
+    user_col: str
+    item_col: str
+    relevance_col: str
+    order_col: str
+    by_rank: bool
+    ties: TiesPolicy
+    threshold: float
+    no_recs: NoRecsPolicy
+    counts: Counts
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def threshold_of(self, metric: Metric) -> float:
+        """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
+        if not any(p.name == "rel" for p in metric.spec.params):
+            return self.threshold
+        rel = metric.get("rel")
+        return self.threshold if rel is None else float(rel)  # type: ignore[arg-type]
+
+
+@dataclass
+class Part:
+    """What one family's part of an evaluation returns.
+
+    ``per_user`` holds the user column (``user_col``) and one Float64 column per metric that
+    has per-user values (canonical names), or is None when none has; ``details`` maps a
+    canonical name to extra facts about it (users skipped, the catalog used, ...).
+
+    For the distributed engine (:mod:`receval.engines.shard`), ``sums[name] = (terms, den)``
+    says how a per-user metric's mean is made: ``fsum(terms) / den``, ``den`` a count or an array of
+    weights (summed exactly); ``pending[name]`` holds what a global metric needs from every
+    shard before it has a value (a shard's part has no mean for it).
+    """
+
+    means: dict[str, float]
+    per_user: pl.DataFrame | None = None
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = field(default_factory=dict)
+    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)
+
+
+def merge(
+    plan: tuple[Metric, ...], parts: list[Part], prep: Prepared, settings: dict[str, Any]
+) -> Result:
+    """One Result from the families' parts: means in request order, per-user columns joined on
+    the user (sorted by user id), details."""
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    for p in parts:
+        means.update(p.means)
+        details.update(p.details)
+    per_user = join_per_user(plan, parts, prep)
+    ordered = {m.canonical: means[m.canonical] for m in plan}
+    return Result(plan, ordered, per_user, prep.counts, settings, details)
+
+
+def join_per_user(plan: tuple[Metric, ...], parts: list[Part], prep: Prepared) -> pl.DataFrame:
+    """The parts' per-user columns joined on the user (sorted by user id), in request order."""
+    frames = [p.per_user for p in parts if p.per_user is not None]
+    user_col = prep.user_col
+    if len(frames) == 1:
+        per_user = frames[0]
+    elif frames:
+        per_user = frames[0]
+        for other in frames[1:]:
+            per_user = per_user.join(other, on=user_col, how="full", coalesce=True)
+        per_user = per_user.sort(user_col)
+    else:
+        per_user = pl.DataFrame({user_col: prep.t_grp.keys.head(0)})
+    present = set(per_user.columns)  # a set: one lookup per metric, not a scan of the columns
+    columns = [m.canonical for m in plan if m.canonical in present]
+    return per_user.select(user_col, *columns)
+
+
+def no_evaluated_message(threshold: float) -> str:
+    """The error when truth has no user with a relevant item."""
+    return (
+        f"truth has no user with a relevant item (relevance >= {threshold}); nothing to "
+        "evaluate. Check relevance_col and relevance_threshold."
+    )
+
+
+def per_user_frame(
+    keys: pl.Series, rows: np.ndarray, columns: dict[str, np.ndarray], user_col: str
+) -> pl.DataFrame:
+    """A part's per-user frame: the users ``keys[rows]`` sorted by id (column ``user_col``),
+    then one Float64 column per metric, ``columns[name][rows]`` (NaN becomes null)."""
+    users = keys.gather(rows)
+    by_id = users.arg_sort().to_numpy()
+    rows = rows[by_id]
+    return pl.DataFrame(
+        [users.gather(by_id).alias(user_col)]
+        + [
+            pl.Series(name, col[rows], dtype=pl.Float64, nan_to_null=True)
+            for name, col in columns.items()
+        ]
+    )

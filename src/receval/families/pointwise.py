@@ -1,0 +1,472 @@
+"""Pointwise metrics through :func:`receval.evaluate`: classification (AUC, GAUC, average
+precision, log loss, thresholded rates) and rating prediction (MAE, MSE, RMSE, NMAE, R²).
+
+Classification rows are the recs rows: a row's label is 1 when its item is in the user's truth
+with relevance >= the metric's threshold (items absent from truth are 0), its score is the recs
+score. Rating rows are the truth rows: the true rating is truth's relevance, the prediction is
+the recs score of the same (user, item). Both read the :class:`~receval.families.contract.Prepared`
+layout that :func:`~receval.evaluate` builds once (``t_match`` joins truth rows to recs rows);
+the arithmetic is in :mod:`receval.arrays.classification` and :mod:`receval.arrays.rating`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError, UndefinedMetricWarning
+from receval.arrays import classification as C
+from receval.arrays import rating as R
+from receval.data.layout import IdTypeArg, check_id_type, show_rows
+from receval.families.contract import Part, Prepared, check_threshold, per_user_frame
+from receval.families.ranking import prepare
+from receval.metrics.registry import Metric
+
+__all__ = ["classification_part", "labelled_rows", "rating_part"]
+
+_THRESHOLDED = {"accuracy", "ppv", "tpr", "fpr", "tnr", "fbeta_score"}
+
+
+def labelled_rows(
+    truth: Any,
+    recs: Any,
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    relevance_col: str | None = None,
+    relevance_threshold: float = 1,
+    id_type: IdTypeArg = "auto",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The classification rows of ``(truth, recs)`` as :func:`receval.evaluate` sees them.
+
+    One row per recs row of a user in truth (recs users not in truth are left out, as from
+    every accuracy metric), grouped by user (users in the order :func:`~receval.evaluate`
+    groups them, rows of a user in input order). Inputs are read, validated and matched by
+    :func:`~receval.evaluate`'s own pipeline, with the same errors.
+
+    Parameters
+    ----------
+    truth, recs:
+        As for :func:`receval.evaluate` (recs need a score column).
+    user_col, item_col, score_col, relevance_col, relevance_threshold, id_type:
+        As for :func:`receval.evaluate`.
+
+    Returns
+    -------
+    labels : numpy.ndarray
+        int8: 1 when the row's item is in the user's truth with relevance >= the threshold.
+    scores : numpy.ndarray
+        float64: the recs score.
+    users : numpy.ndarray
+        int64: dense user codes 0, 1, ... (one per user kept, in row order).
+
+    Examples
+    --------
+    >>> import receval
+    >>> from receval.families.pointwise import labelled_rows
+    >>> truth = {"u1": {"a": 1}, "u2": {"c": 2, "d": 0}}
+    >>> recs = {"u1": {"a": 0.9, "b": 0.4}, "u2": {"c": 0.3, "d": 0.8}, "u3": {"a": 0.1}}
+    >>> y, s, u = labelled_rows(truth, recs)
+    >>> y.tolist(), s.tolist(), u.tolist()
+    ([1, 0, 1, 0], [0.9, 0.4, 0.3, 0.8], [0, 0, 1, 1])
+    >>> receval.auc(y, s) == receval.evaluate(truth, recs, "auc")["auc"]
+    True
+    """
+    prep, _ = prepare(
+        truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
+        relevance_col=relevance_col, relevance_threshold=check_threshold(relevance_threshold),
+        id_type=check_id_type(id_type),
+    )  # fmt: skip
+    labels, _ = _labels(prep, prep.threshold)
+    in_truth = _in_truth(prep)
+    all_sizes = np.diff(prep.r_grp.offsets)
+    sizes = all_sizes[in_truth]
+    keep = np.repeat(in_truth, all_sizes)
+    users = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    scores = np.ascontiguousarray(prep.r_score[keep], dtype=np.float64)
+    return np.ascontiguousarray(labels[keep]), scores, users
+
+
+def _labels(prep: Prepared, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """Labels of the recs rows at ``threshold`` and the mask of relevant truth rows."""
+    relevant = prep.t_rel >= threshold
+    labels = np.zeros(prep.r_score.shape[0], dtype=np.int8)
+    matched = prep.t_match[relevant & (prep.t_match >= 0)]
+    labels[matched] = 1
+    return labels, relevant
+
+
+def warn_nan(name: str, why: str) -> None:
+    warnings.warn(f"{name} is undefined ({why}); its value is NaN.", UndefinedMetricWarning, 4)
+
+
+def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
+    """Means (and per-user values for ``gauc``) of the classification metrics.
+
+    See the module docstring for the rows and labels; details per metric: ``rows``,
+    ``positives``, ``truth_rows_without_score`` (truth rows with no recs row: not scored) and
+    ``positives_without_score`` (those of them that are relevant), plus the confusion counts
+    of thresholded metrics and the users used / skipped by ``gauc``.
+    """
+    if prep.by_rank:
+        names = ", ".join(m.canonical for m in plan)
+        msg = (
+            f"classification metrics ({names}) need scores, not ranks: recs were given with "
+            f"rank_col={prep.order_col!r}. Pass score_col= instead."
+        )
+        raise InputError(msg)
+    # users in recs but not in truth are left out of accuracy metrics (docs/metrics.md, "Users")
+    in_truth = _in_truth(prep)
+    groups = np.flatnonzero(in_truth)
+    sizes = np.diff(prep.r_grp.offsets)
+    keep = None if groups.size == prep.r_grp.n_users else np.repeat(in_truth, sizes)
+    scores = np.ascontiguousarray(prep.r_score, dtype=np.float64)
+    if keep is not None:
+        scores = scores[keep]
+    offsets = np.zeros(groups.size + 1, dtype=np.int64)
+    np.cumsum(sizes[groups], out=offsets[1:])
+    n_rows = scores.shape[0]
+    left_out = int(prep.r_score.shape[0] - n_rows)
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
+    shard = bool(prep.options.get("_shard"))
+    cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    sorted_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    for m in plan:
+        threshold = prep.threshold_of(m)
+        if threshold not in cache:
+            labels, relevant = _labels(prep, threshold)
+            cache[threshold] = (labels if keep is None else labels[keep], relevant)
+            if prep.no_recs == "raise":
+                raise_no_recs(prep, cache[threshold][1], m)
+        labels, relevant = cache[threshold]
+        n_pos = int(np.count_nonzero(labels))
+        info: dict[str, Any] = {
+            "rows": n_rows,
+            "positives": n_pos,
+            "truth_rows_without_score": int(np.count_nonzero(prep.t_match < 0)),
+            "positives_without_score": int(np.count_nonzero(relevant & (prep.t_match < 0))),
+            "rows_of_users_not_in_truth": left_out,
+        }
+        name = m.name
+        if shard and name in ("auc", "average_precision"):
+            # a global sort over every shard's rows: the engine merges (labels, scores)
+            part.pending[m.canonical] = ("scored", (threshold, labels, scores))
+            details[m.canonical] = info
+            continue
+        if shard and name == "logloss":
+            _check_probabilities(prep, m)
+            part.pending[m.canonical] = ("logloss", (C.log_loss_parts(labels, scores), n_rows))
+            details[m.canonical] = info
+            continue
+        if name == "auc":
+            need_classes(m, n_pos, n_rows, threshold)
+            if threshold not in sorted_cache:
+                sorted_cache[threshold] = C.sorted_classes(labels, scores)
+            value = C.auc_from_sorted(*sorted_cache[threshold])
+        elif name == "average_precision":
+            need_classes(m, n_pos, n_rows, threshold, negatives=False)
+            value = C.average_precision(labels, scores)
+        elif name == "logloss":
+            _check_probabilities(prep, m)
+            value = C.log_loss_of(labels, scores)
+        elif name == "gauc":
+            value, column, used, skipped, sums = _gauc(m, offsets, labels, scores)
+            columns[m.canonical] = column
+            part.sums[m.canonical] = sums
+            info.update(users_used=used, users_skipped=skipped)
+        elif name in _THRESHOLDED:
+            cut = float(m.get("threshold"))  # type: ignore[arg-type]
+            cm = C.confusion_counts(labels, scores, cut)
+            info.update(tp=cm.tp, fp=cm.fp, fn=cm.fn, tn=cm.tn)
+            if shard:
+                part.pending[m.canonical] = ("confusion", None)
+                details[m.canonical] = info
+                continue
+            value = thresholded(m, cm)
+        else:  # pragma: no cover - the registry's classification family is covered above
+            msg = f"no kernel for classification metric {m.canonical}"
+            raise InputError(msg)
+        means[m.canonical] = value
+        details[m.canonical] = info
+
+    if columns:
+        kept = prep.r_grp.keys.gather(groups)
+        part.per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
+    return part
+
+
+def raise_no_recs(prep: Prepared, relevant: np.ndarray, m: Metric) -> None:
+    """no_recs='raise': an evaluated truth user (one with a relevant item) has no recs."""
+    t_off = prep.t_grp.offsets
+    counts = np.add.reduceat(relevant.astype(np.int64), t_off[:-1])
+    missing = (counts > 0) & (prep.u2r < 0)
+    if missing.any():
+        users = prep.t_grp.keys.filter(pl.Series(missing))
+        msg = (
+            f"{users.len()} evaluated user(s) have no recommendations (no_recs='raise'), "
+            f"e.g. {users.head(5).to_list()}; {m.canonical} would not see their relevant items. "
+            "Use no_recs='zero' or 'skip' to leave their truth rows unscored (they are counted "
+            "in the result's details)."
+        )
+        raise InputError(msg)
+
+
+def need_classes(
+    m: Metric, n_pos: int, n_rows: int, threshold: float, *, negatives: bool = True
+) -> None:
+    if n_pos == 0 or (negatives and n_pos == n_rows):
+        only = "0 (no recommended item is relevant" if n_pos == 0 else "1 (every one is relevant"
+        msg = (
+            f"{m.canonical} is undefined on these rows: every one of the {n_rows} recs rows is "
+            f"labelled {only} at relevance >= {threshold:g}); expected both labels. Check "
+            "relevance_col and the threshold (rel=)."
+        )
+        raise InputError(msg)
+
+
+def _check_probabilities(prep: Prepared, m: Metric) -> None:
+    col = prep.order_col
+    bad = int(np.count_nonzero((prep.r_score < 0) | (prep.r_score > 1)))
+    if bad:
+        source = prep.r_grp.source
+        mask = (pl.col(col) < 0) | (pl.col(col) > 1)
+        msg = (
+            f"{m.canonical} needs probabilities: recs column {col!r} has {bad} score(s) outside "
+            f"[0, 1]; log loss never clips silently. First offending rows:\n"
+            f"{show_rows(source, mask, source.columns)}"
+        )
+        raise InputError(msg)
+
+
+def _in_truth(prep: Prepared) -> np.ndarray:
+    """For each recs group, whether its user is in truth."""
+    found = np.zeros(prep.r_grp.n_users, dtype=np.bool_)
+    found[prep.u2r[prep.u2r >= 0]] = True
+    return found
+
+
+def _gauc(
+    m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
+) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
+    """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
+    rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
+    weight = str(m.get("weight"))
+    value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
+    if not used:
+        warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
+    ok = ~np.isnan(auc_u)
+    w = C.gauc_weights(rows[ok], positives[ok], weight)
+    return value, auc_u, used, skipped, (w * auc_u[ok], w)
+
+
+def thresholded(m: Metric, cm: C.ConfusionMatrix) -> float:
+    name = m.canonical
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedMetricWarning)  # re-raised below by name
+        value = {
+            "accuracy": lambda: cm.accuracy,
+            "ppv": lambda: cm.precision,
+            "tpr": lambda: cm.tpr,
+            "fpr": lambda: cm.fpr,
+            "tnr": lambda: cm.tnr,
+            "fbeta_score": lambda: cm.fbeta(float(m.get("beta"))),  # type: ignore[arg-type]
+        }[m.name]()
+    if math.isnan(value):
+        warn_nan(name, f"0/0 with TP={cm.tp}, FP={cm.fp}, FN={cm.fn}, TN={cm.tn}")
+    return value
+
+
+# ------------------------------------------------------------------------------- rating
+
+
+def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
+    """Means (and per-user values for ``average=user``) of the rating metrics.
+
+    Rows are the truth rows; the prediction is the recs score of the same (user, item).
+    Truth rows without a recs row follow ``no_recs``: ``"zero"`` predicts 0 (with a warning),
+    ``"skip"`` leaves them out, ``"raise"`` raises; ``details[name]["missing_predictions"]``
+    counts them either way. An infinite predicted rating is an :class:`InputError` (recs
+    scores may be infinite for ranking, not here), and so is a true rating outside an explicit
+    ``rating_range`` when ``nmae`` is asked for. Sums beyond float64 are inf
+    (:mod:`receval.arrays.rating`), per user too.
+    """
+    names = ", ".join(m.canonical for m in plan)
+    if prep.by_rank:
+        msg = (
+            f"rating metrics ({names}) need predicted ratings in a score column, not ranks: "
+            f"recs were given with rank_col={prep.order_col!r}. Pass score_col= instead."
+        )
+        raise InputError(msg)
+    if not prep.options.get("has_relevance", True):
+        msg = (
+            f"rating metrics ({names}) need true ratings: truth has no relevance column. Pass "
+            "relevance_col= to name the column that holds the ratings."
+        )
+        raise InputError(msg)
+    y = prep.t_rel
+    match = prep.t_match
+    missing = match < 0
+    n_missing = int(np.count_nonzero(missing))
+    if prep.r_score.shape[0]:
+        pred = np.where(missing, 0.0, prep.r_score[np.where(missing, 0, match)])
+    else:  # a shard of users without any recs row
+        pred = np.zeros(match.shape[0], dtype=np.float64)
+    infinite = ~np.isfinite(pred)  # recs scores are never NaN (read_table refuses them)
+    if infinite.any():
+        _raise_infinite(prep, match[infinite], names)
+    user_of_row = np.repeat(
+        np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
+    )
+    shard = bool(prep.options.get("_shard"))
+    if n_missing:
+        if prep.no_recs == "raise":
+            _raise_missing(prep, missing, names)
+        if prep.no_recs == "zero":
+            warnings.warn(
+                f"{n_missing} truth row(s) have no predicted rating (no recs row for the same "
+                f"user and item); {names} take the prediction as 0 (no_recs='zero'). Use "
+                "no_recs='skip' to leave them out.",
+                UserWarning,
+                stacklevel=4,
+            )
+    keep = ~missing if (prep.no_recs == "skip" and n_missing) else None
+    if keep is not None:
+        y, pred, user_of_row = y[keep], pred[keep], user_of_row[keep]
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    pred = np.ascontiguousarray(pred, dtype=np.float64)
+
+    range_given = prep.options.get("rating_range")
+    observed = prep.options.get("_observed_range")  # a shard: truth's range over every shard
+    if range_given is not None:
+        lo, hi = R.check_range(tuple(range_given))
+    elif observed is not None:
+        lo, hi = observed
+    elif prep.t_rel.size:
+        lo, hi = float(prep.t_rel.min()), float(prep.t_rel.max())
+    else:  # a shard without truth rows, and no nmae (which gets the observed range)
+        lo, hi = math.nan, math.nan
+    if range_given is not None and any(m.name == "nmae" for m in plan):
+        _check_in_range(prep, tuple(range_given), lo, hi)
+    means: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    columns: dict[str, np.ndarray] = {}
+    part = Part(means, None, details)
+    global_sums: np.ndarray | None = None
+    user_sums: np.ndarray | None = None
+    for m in plan:
+        width = R.rating_width(lo, hi) if m.name == "nmae" else math.nan
+        info: dict[str, Any] = {"rows": int(y.shape[0]), "missing_predictions": n_missing}
+        if m.name == "nmae":
+            info["rating_range"] = [lo, hi]
+        if shard and m.get("average") == "rows":
+            # exact sums over every shard's rows; SS_tot needs the mean of all of them first
+            s_abs, s_sq, s_y = R.row_parts(y, pred)
+            ys, ns = np.unique(y, return_counts=True)
+            part.pending[m.canonical] = ("rating", (int(y.shape[0]), s_abs, s_sq, s_y, ys, ns))
+            details[m.canonical] = info
+            continue
+        if y.shape[0] == 0 and not shard:
+            means[m.canonical] = math.nan
+            warn_nan(m.canonical, "no truth row has a predicted rating")
+            details[m.canonical] = info
+            continue
+        if m.get("average") == "rows":
+            if global_sums is None:
+                global_sums = R.global_sums(y, pred)[None, :]
+            values, undefined = R.values_from_sums(m.name, global_sums, width)
+            means[m.canonical] = float(values[0])
+            if undefined and m.name == "r2":
+                overflow = R.sstot_overflows(global_sums)
+                warn_nan(m.canonical, R.r2_reason(undefined - overflow, overflow))
+        else:
+            if user_sums is None:
+                offsets = np.zeros(prep.t_grp.n_users + 1, dtype=np.int64)
+                np.cumsum(np.bincount(user_of_row, minlength=prep.t_grp.n_users), out=offsets[1:])
+                order = np.arange(y.shape[0], dtype=np.int64)
+                user_sums = R.group_sums(offsets, order, y, pred)
+            values, undefined = R.values_from_sums(m.name, user_sums, width)
+            defined = values[~np.isnan(values)]
+            means[m.canonical] = R.mean_of(defined)
+            part.sums[m.canonical] = (defined, int(defined.size))
+            info["users"] = int(np.count_nonzero(user_sums[:, 0] > 0))
+            if m.name == "r2":
+                info["users_skipped"] = undefined
+                if undefined:
+                    overflow = R.sstot_overflows(user_sums)
+                    warnings.warn(
+                        f"{m.canonical}: {undefined} user(s) have an undefined r2 ("
+                        f"{R.r2_reason(undefined - overflow, overflow)}); null, and left out of "
+                        "the mean.",
+                        UndefinedMetricWarning,
+                        stacklevel=4,
+                    )
+            if math.isnan(means[m.canonical]) and not defined.size and m.name != "nmae":
+                warn_nan(m.canonical, "no user has a defined value")
+            columns[m.canonical] = values
+        details[m.canonical] = info
+
+    if columns:
+        assert user_sums is not None
+        rows = np.flatnonzero(user_sums[:, 0] > 0)
+        part.per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
+    return part
+
+
+def _raise_infinite(prep: Prepared, recs_rows: np.ndarray, names: str) -> None:
+    """Infinite predicted ratings (``recs_rows``: their rows in ``prep.r_grp.frame``)."""
+    ids = [prep.user_col, prep.item_col]
+    col = prep.order_col
+    pairs = prep.r_grp.frame[recs_rows].select(ids)
+    source = prep.r_grp.source
+    rows = (
+        source.select(ids).with_row_index("__row").join(pairs, on=ids, how="semi")["__row"]
+    ).to_numpy()
+    mask = pl.Series(np.isin(np.arange(source.height), rows))
+    msg = (
+        f"recs has {recs_rows.size} non-finite value(s) in column {col!r} (predicted ratings "
+        f"of {names}); expected finite numbers (infinite scores are allowed for ranking "
+        f"metrics only). First offending rows:\n{show_rows(source, mask, source.columns)}"
+    )
+    raise InputError(msg)
+
+
+def _check_in_range(prep: Prepared, given: tuple[Any, ...], lo: float, hi: float) -> None:
+    """Every true rating lies in the explicit ``rating_range`` (predictions may lie outside)."""
+    outside = (prep.t_rel < lo) | (prep.t_rel > hi)
+    if outside.any():
+        col = prep.relevance_col
+        source = prep.t_grp.source
+        mask = (pl.col(col) < lo) | (pl.col(col) > hi)
+        msg = (
+            f"truth has {int(np.count_nonzero(outside))} rating(s) in column {col!r} outside "
+            f"rating_range={given!r}; expected true ratings on the scale [r_min, r_max] "
+            "(predictions may lie outside it). First offending rows:\n"
+            f"{show_rows(source, mask, source.columns)}"
+        )
+        raise InputError(msg)
+
+
+def _raise_missing(prep: Prepared, missing: np.ndarray, names: str) -> None:
+    ids = [prep.user_col, prep.item_col]
+    pairs = prep.t_grp.frame.filter(pl.Series(missing)).select(ids)
+    source = prep.t_grp.source
+    rows = (
+        source.select(ids).with_row_index("__row").join(pairs, on=ids, how="semi")["__row"]
+    ).to_numpy()
+    mask = np.zeros(source.height, dtype=np.bool_)
+    mask[rows] = True
+    msg = (
+        f"{int(missing.sum())} truth row(s) have no predicted rating (no recs row for the same "
+        f"user and item; no_recs='raise'), so {names} cannot be computed. First offending "
+        f"truth rows:\n{show_rows(source, pl.Series(mask), source.columns)}\n"
+        "Use no_recs='zero' to predict 0 for them or 'skip' to leave them out."
+    )
+    raise InputError(msg)

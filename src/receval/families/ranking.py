@@ -1,0 +1,442 @@
+"""The ranking family, and the layout every family reads.
+
+:func:`prepare` reads and checks truth and recs, groups both by user and runs the ranking
+kernel (:mod:`receval.kernels.ranking`) once: it matches truth against recs and computes
+every requested ranking metric at every cutoff in the same pass. The result is the shared
+:class:`~receval.families.contract.Prepared` layout plus the kernel's values;
+:func:`ranking_part` turns those into the family's :class:`~receval.families.contract.Part`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError, MetricError
+from receval.data.io import read_table
+from receval.data.layout import (
+    Grouped,
+    IdTypeArg,
+    cast_ids,
+    check_id_type,
+    exact_item_keys,
+    group_by_user,
+    item_keys,
+    show_rows,
+    trec_tie_keys,
+    unify_ids,
+)
+from receval.families.contract import (
+    NoRecsPolicy,
+    Part,
+    Prepared,
+    TiesPolicy,
+    check_inputs,
+    no_evaluated_message,
+    per_user_frame,
+    warn_unused_relevance,
+)
+from receval.kernels import ranking as K
+from receval.metrics.registry import Metric, ParamValue
+from receval.metrics.result import Counts
+
+__all__ = [
+    "NDCG_K_MAX",
+    "OPS",
+    "POLICY",
+    "KernelOutput",
+    "PlanArrays",
+    "match",
+    "match_users",
+    "plan_arrays",
+    "prepare",
+    "ranking_part",
+]
+
+POLICY = {
+    "expected": K.POLICY_EXPECTED,
+    "first": K.POLICY_FIRST,
+    "trec": K.POLICY_TREC,
+    "optimistic": K.POLICY_OPTIMISTIC,
+    "pessimistic": K.POLICY_PESSIMISTIC,
+}
+OPS = {
+    "precision": K.OP_PRECISION,
+    "recall": K.OP_RECALL,
+    "f1": K.OP_FBETA,
+    "fbeta": K.OP_FBETA,
+    "hit_rate": K.OP_HIT_RATE,
+    "mrr": K.OP_MRR,
+    "arhr": K.OP_ARHR,
+    "map": K.OP_AP,
+    "cg": K.OP_CG,
+    "dcg": K.OP_DCG,
+    "ndcg": K.OP_NDCG,
+    "ndcg_k": K.OP_NDCG_K,
+    "r_precision": K.OP_R_PRECISION,
+}
+USERS_PER_CHUNK = 256
+
+
+def prepare(
+    truth: Any,
+    recs: Any,
+    ranking: tuple[Metric, ...] = (),
+    *,
+    user_col: str = "user",
+    item_col: str = "item",
+    score_col: str = "score",
+    rank_col: str | None = None,
+    relevance_col: str | None = None,
+    ties: TiesPolicy = "expected",
+    relevance_threshold: float = 1.0,
+    no_recs: NoRecsPolicy = "zero",
+    id_type: IdTypeArg = "auto",
+    options: dict[str, Any] | None = None,
+) -> tuple[Prepared, KernelOutput]:
+    """Read, check, group and match ``truth`` and ``recs``; run the ranking kernel.
+
+    The shared first half of :func:`evaluate` (options already checked): every family's part
+    reads the returned :class:`Prepared` layout; the :class:`KernelOutput` holds the values of
+    the ``ranking`` metrics (none when ``ranking`` is empty: the kernel then only matches).
+    """
+    order_col = rank_col if rank_col is not None else score_col
+    given_relevance = relevance_col is not None
+    relevance_col = relevance_col or "relevance"
+    t_raw = read_table(
+        truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col
+    )
+    r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
+    has_relevance = given_relevance or relevance_col in t_raw.columns
+    if not has_relevance:
+        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=3)
+    if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
+        t_raw = t_raw.with_columns(pl.lit(1.0).alias(relevance_col))  # columns checked next
+    ids = [user_col, item_col]
+    t_frame, r_frame = check_inputs(
+        t_raw, r_raw, ids=ids, relevance_col=relevance_col, order_col=order_col,
+        by_rank=rank_col is not None, allow_empty=bool((options or {}).get("_shard")),
+    )  # fmt: skip
+    kinds = check_id_type(id_type)
+    id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
+    t_frame = cast_ids(t_frame, "truth", id_kinds)
+    r_frame = cast_ids(r_frame, "recs", id_kinds)
+    t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
+    t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
+
+    t_grp = group_by_user(t_frame, user_col)
+    r_grp = group_by_user(r_frame, user_col)
+    u2r = match_users(t_grp.keys, r_grp.keys)
+    return match(
+        ranking, t_grp, r_grp, u2r,
+        user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
+        by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
+        no_recs=no_recs,
+        options={"has_relevance": has_relevance, "id_type": kinds, **(options or {})},
+    )  # fmt: skip
+
+
+def match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
+    """For each truth user, the index of its recs group, or -1 (for any ids: each value of
+    ``t_keys``, its position in the distinct ``r_keys``)."""
+    left = pl.DataFrame({"k": t_keys})
+    right = pl.DataFrame({"k": r_keys, "g": pl.int_range(r_keys.len(), dtype=pl.Int64, eager=True)})
+    joined = left.join(right, on="k", how="left", maintain_order="left")
+    return np.ascontiguousarray(joined["g"].fill_null(-1).to_numpy(), dtype=np.int64)
+
+
+def gain_matrix(
+    metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str
+) -> tuple[np.ndarray, list[int]]:
+    """One row of per-truth-row gains for each distinct gain among the metrics."""
+    variants: dict[ParamValue, int] = {}  # gain -> its row, in first-seen order
+    index: list[int] = []
+    for m in metrics:
+        if OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG, K.OP_NDCG_K):
+            index.append(variants.setdefault(m.get("gain"), len(variants)))
+        else:
+            index.append(0)
+    rows = []
+    clipped = np.maximum(rel, 0.0)
+    for gain in variants:
+        if gain == "linear":
+            rows.append(clipped)
+        elif gain == "exp":
+            rows.append(np.exp2(clipped) - 1.0)
+        else:
+            assert isinstance(gain, tuple)
+            keys = np.array([k for k, _ in gain], dtype=np.float64)
+            vals = np.array([v for _, v in gain], dtype=np.float64)
+            pos = np.clip(np.searchsorted(keys, rel), 0, len(keys) - 1)
+            found = keys[pos] == rel
+            missing = ~found & (rel > 0)
+            if missing.any():
+                absent = np.unique(rel[missing])[:5].tolist()
+                msg = (
+                    f"the gain map {dict(gain)} has no gain for relevance value(s) {absent} "
+                    f"found in truth column {relevance_col!r}; map every positive relevance "
+                    "(relevance <= 0 gains 0 unless mapped)."
+                )
+                raise InputError(msg)
+            rows.append(np.where(found, vals[pos], 0.0))
+    if not rows:
+        return np.zeros((0, rel.shape[0]), dtype=np.float64), index
+    return np.ascontiguousarray(np.vstack(rows)), index
+
+
+@dataclass(frozen=True)
+class KernelOutput:
+    """The ranking kernel's values: ``out`` (users x ranking metrics), ``nrel`` (|R| per user
+    and threshold), ``thr_idx`` (each metric's threshold column) and ``ops`` (opcodes)."""
+
+    out: np.ndarray
+    nrel: np.ndarray
+    thr_idx: list[int]
+    ops: np.ndarray
+
+
+@dataclass(frozen=True)
+class PlanArrays:
+    """The ranking metrics as the kernels read them: ``thresholds`` (distinct, first-seen
+    order; evaluate's own first), ``thr_idx`` / ``thr_arr`` (each metric's threshold column),
+    ``t_gain`` (a row of gains per distinct gain, per truth row), ``gain_idx``, ``ops``, ``ks``
+    (0: no cutoff) and ``fpar`` (a metric's float parameter, see :func:`fpar`)."""
+
+    thresholds: np.ndarray
+    thr_idx: list[int]
+    thr_arr: np.ndarray
+    t_gain: np.ndarray
+    gain_idx: np.ndarray
+    ops: np.ndarray
+    ks: np.ndarray
+    fpar: np.ndarray
+
+
+def plan_arrays(
+    ranking: tuple[Metric, ...], threshold: float, t_rel: np.ndarray, relevance_col: str
+) -> PlanArrays:
+    """The kernels' view of the ranking metrics (:class:`PlanArrays`)."""
+    thresholds = {threshold: 0}  # threshold -> its column, in first-seen order
+    thr_idx = []
+    for m in ranking:
+        rel = m.get("rel")
+        value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
+        thr_idx.append(thresholds.setdefault(value, len(thresholds)))
+    t_gain, gain_idx = gain_matrix(ranking, t_rel, relevance_col)
+    ops = np.array(
+        [
+            K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else OPS[m.name]
+            for m in ranking
+        ],
+        dtype=np.int64,
+    )
+    return PlanArrays(
+        thresholds=np.array(list(thresholds), dtype=np.float64),
+        thr_idx=thr_idx,
+        thr_arr=np.array(thr_idx, dtype=np.int64),
+        t_gain=t_gain,
+        gain_idx=np.array(gain_idx, dtype=np.int64),
+        ops=ops,
+        ks=np.array([m.k or 0 for m in ranking], dtype=np.int64),
+        fpar=np.array([fpar(m) for m in ranking], dtype=np.float64),
+    )
+
+
+def match(
+    ranking: tuple[Metric, ...],
+    t_grp: Grouped,
+    r_grp: Grouped,
+    u2r: np.ndarray,
+    *,
+    user_col: str,
+    item_col: str,
+    relevance_col: str,
+    order_col: str,
+    by_rank: bool,
+    ties: TiesPolicy,
+    threshold: float,
+    no_recs: NoRecsPolicy,
+    options: dict[str, Any],
+) -> tuple[Prepared, KernelOutput]:
+    t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
+    r_order = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
+    r_score = -r_order if by_rank else r_order
+    ids = [user_col, item_col]
+    t_items = t_grp.frame[item_col]
+    r_items = r_grp.frame[item_col]
+    hashed = t_items.dtype == pl.String
+    t_item = item_keys(t_items)
+    r_item = item_keys(r_items)
+    r_tie = trec_tie_keys(r_items, r_item) if ties == "trec" else np.zeros(0, dtype=np.int64)
+
+    plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
+    thr_idx = plan_args.thr_idx
+    t_gain = plan_args.t_gain
+
+    longest = max(
+        int(np.diff(t_grp.offsets).max(initial=0)), int(np.diff(r_grp.offsets).max(initial=0))
+    )
+    log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
+    n_users = t_grp.n_users
+    n_chunks = max(1, min(n_users // USERS_PER_CHUNK, numba.get_num_threads() * 16))
+    pa = plan_args
+    args = (
+        t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
+        pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
+    )  # fmt: skip
+    out, nrel, status, t_match = K.rank_users(args, POLICY[ties], n_chunks)
+
+    unmatched = np.ones(r_grp.n_users, dtype=np.bool_)
+    unmatched[u2r[u2r >= 0]] = False
+    others = np.flatnonzero(unmatched)
+    other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
+
+    exact = False
+    if status.any() or other_dups.any():
+        exact = check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, hashed)
+    elif hashed:
+        exact = not matches_verified(t_items, r_items, t_match)
+    if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
+        t_item, r_item = exact_item_keys(t_items, r_items)
+        if ties == "trec":
+            r_tie = trec_tie_keys(r_items, r_item)
+        args = (*args[:1], t_item, *args[2:5], r_item, r_score, r_tie, *args[8:])
+        out, nrel, status, t_match = K.rank_users(args, POLICY[ties], n_chunks)
+        other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
+        if status.any() or other_dups.any():
+            check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
+
+    has_recs = u2r >= 0
+    evaluated = nrel[:, 0] >= 1
+    counts = Counts(
+        evaluated=int(evaluated.sum()),
+        no_recs=int((evaluated & ~has_recs).sum()),
+        no_relevant=int((~evaluated).sum()),
+        recs_not_in_truth=int(r_grp.n_users - has_recs.sum()),
+    )
+    prep = Prepared(
+        t_grp=t_grp, r_grp=r_grp, u2r=u2r, t_match=t_match, t_rel=t_rel, r_score=r_order,
+        t_item=t_item, r_item=r_item, user_col=user_col, item_col=item_col,
+        relevance_col=relevance_col, order_col=order_col, by_rank=by_rank, ties=ties,
+        threshold=threshold, no_recs=no_recs, counts=counts, options=options,
+    )  # fmt: skip
+    return prep, KernelOutput(out, nrel, thr_idx, plan_args.ops)
+
+
+def fpar(m: Metric) -> float:
+    if m.name == "fbeta":
+        return float(m.get("beta"))  # type: ignore[arg-type]
+    if m.name == "f1":
+        return 1.0
+    if m.name == "map":
+        return 1.0 if m.get("denominator") == "min" else 0.0
+    if m.name == "ndcg_k" and m.k is not None:  # the ideal DCG of K items of gain 1
+        if m.k > NDCG_K_MAX:
+            msg = (
+                f"`k` of ndcg_k must be at most {NDCG_K_MAX:,} (its ideal DCG sums K terms); "
+                f"got {m.k}."
+            )
+            raise MetricError(msg)
+        return float(np.sum(1.0 / np.log2(np.arange(2, m.k + 2, dtype=np.float64))))
+    return 0.0
+
+
+NDCG_K_MAX = 10_000_000
+
+
+def matches_verified(t_items: pl.Series, r_items: pl.Series, t_match: np.ndarray) -> bool:
+    """True when every hash-key match joins equal item strings."""
+    rows = np.flatnonzero(t_match >= 0)
+    if rows.size == 0:
+        return True
+    left = t_items.gather(rows)
+    right = r_items.gather(t_match[rows])
+    return bool((left == right).all())
+
+
+def check_duplicates(
+    status: np.ndarray,
+    other_groups: np.ndarray,
+    t_grp: Grouped,
+    r_grp: Grouped,
+    u2r: np.ndarray,
+    ids: list[str],
+    hashed: bool,
+) -> bool:
+    """Raise on real duplicate (user, item) rows; return True when hash keys collided instead.
+
+    ``status`` flags truth users (and, through them, their recs groups); ``other_groups``
+    are flagged recs groups of users not in truth.
+    """
+    flagged = (
+        ("truth", t_grp, np.flatnonzero(status == K.STATUS_DUP_TRUTH)),
+        ("recs", r_grp, np.concatenate([u2r[status == K.STATUS_DUP_RECS], other_groups])),
+    )
+    for role, grp, groups in flagged:
+        if groups.size == 0:
+            continue
+        users = grp.keys.gather(groups).implode()
+        dup = pl.struct(ids).is_duplicated()
+        found = grp.frame.filter(pl.col(ids[0]).is_in(users)).select(dup.sum()).item()
+        if found == 0 and hashed:
+            continue
+        total = grp.source.select(dup.sum()).item()
+        msg = (
+            f"{role} has {total} duplicate (user, item) row(s); expected each item at most once "
+            f"per user. First offending rows:\n{show_rows(grp.source, dup, grp.source.columns)}"
+        )
+        raise InputError(msg)
+    return True
+
+
+def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput) -> Part:
+    """Means and per-user values of the ranking metrics from the kernel's output."""
+    out, nrel, thr_idx, ops = kernel.out, kernel.nrel, kernel.thr_idx, kernel.ops
+    counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
+    user_col, no_recs = prep.user_col, prep.no_recs
+    has_recs = u2r >= 0
+    shard = bool(prep.options.get("_shard"))
+    if counts.evaluated == 0 and not shard:
+        raise InputError(no_evaluated_message(prep.threshold))
+    in_any = (nrel[:, thr_idx] >= 1).any(axis=1)
+    if no_recs == "raise" and (in_any & ~has_recs).any():
+        missing = t_grp.keys.filter(pl.Series(in_any & ~has_recs))
+        msg = (
+            f"{missing.len()} evaluated user(s) have no recommendations (no_recs='raise'), "
+            f"e.g. {missing.head(5).to_list()}; use no_recs='zero' to score them 0 or 'skip'."
+        )
+        raise InputError(msg)
+
+    # means are exactly rounded sums (math.fsum): no mean depends on the order of users
+    columns: dict[str, np.ndarray] = {}
+    means: dict[str, float] = {}
+    sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = {}
+    keep = in_any if no_recs != "skip" else in_any & has_recs
+    for j, m in enumerate(plan):
+        den = nrel[:, thr_idx[j]]
+        values = out[:, j]
+        counted = den >= 1
+        if no_recs == "skip":
+            counted &= has_recs
+            values = np.where(has_recs, values, np.nan)
+        if ops[j] == K.OP_HITS:
+            total = den[counted].sum()
+            means[m.canonical] = math.fsum(values[counted]) / float(total) if total else math.nan
+            sums[m.canonical] = (values[counted], int(total))
+            values = values / np.where(den > 0, den, 1.0)
+        else:
+            n_counted = int(counted.sum())
+            means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
+            sums[m.canonical] = (values[counted], n_counted)
+        if not counted.any():
+            warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)
+        columns[m.canonical] = values
+
+    frame = per_user_frame(t_grp.keys, np.flatnonzero(keep), columns, user_col)
+    return Part(means, frame, sums=sums)

@@ -1,0 +1,1 @@
+"""Numba kernels (ranking, beyond, model scan), exact sums and the thread pools."""

@@ -1,0 +1,414 @@
+"""Numba kernels of the beyond-accuracy metrics.
+
+Layering: one ``@njit`` function per user (``_top_one``, ``_ils_vectors_one``,
+``_ils_jaccard_one``, ``_pairs_one``), a driver over users, and a documented Python wrapper.
+The drivers that every beyond metric calls (the top-K selection ``_select_small_chunk`` /
+``_select_top_chunk``, and ``_mark_chunk`` / ``_lookup_chunk``, passes over item ids in chunks
+of rows) are ``nogil`` kernels over one chunk, run on Python threads by
+:func:`receval.kernels.pools.run_chunks`: a first run compiles them much faster than
+``prange`` loops (benchmarks/README.md, "Cold start"). The others (``ils``, ``diversity``) are
+``prange`` drivers. Everything accumulates in float64.
+
+Input layout: the recs rows grouped by user (``offsets``), per row a ``score`` (higher first;
+``sign = -1`` reads ranks that way without a copy) and a ``tie`` key (lower first) that decides
+equal scores. Within a user the tie keys are distinct (row index, or a key of the item id, and
+items are unique per user), so the top K is one well-defined set.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from receval.kernels.pools import run_chunks
+from receval.kernels.ranking import frozen as _frozen
+
+__all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "lookup", "mark", "select_top"]
+
+_SMALL = 32
+"""Tops up to this long are kept by insertion into a sorted scratch list."""
+_CHUNK = 1024
+"""Users per chunk (each chunk owns its scratch buffer)."""
+_ROWS = 1 << 16
+"""Rows per chunk of the item-id passes (``_mark_chunk``, ``_lookup_chunk``)."""
+
+
+@njit(cache=True, nogil=True)
+def _top_one(
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    start: int,
+    stop: int,
+    k: int,
+    out: np.ndarray,
+    pos: int,
+    heap_s: np.ndarray,
+    heap_t: np.ndarray,
+    heap_r: np.ndarray,
+) -> None:
+    """Write the rows of the user's top ``k`` (by ``sign * score`` descending, then tie key
+    ascending), in that order, to ``out[pos:pos + min(k, stop - start)]``.
+
+    One pass keeps the best rows seen so far in a binary heap whose root is the one that ranks
+    last (a row that ranks after it is skipped at the cost of one comparison); the heap is then
+    emptied from the back of the output. O(n log k), with the kernel's own loops only (no NumPy
+    sort or partition to compile on a first run). Lists whose top holds at most ``_SMALL`` rows
+    go to ``_top_insert`` instead.
+    """
+    m = min(k, stop - start)
+    size = 0  # the heap: heap_s, heap_t, heap_r[:size] (score, tie key, row; scratch >= m)
+    for r in range(start, stop):
+        s = sign * score[r]
+        t = tie[r]
+        if size < m:  # sift up: entries that rank before r move down
+            i = size
+            size += 1
+            while i > 0:
+                parent = (i - 1) >> 1
+                ps = heap_s[parent]
+                if ps > s or (ps == s and heap_t[parent] < t):
+                    heap_s[i] = ps
+                    heap_t[i] = heap_t[parent]
+                    heap_r[i] = heap_r[parent]
+                    i = parent
+                else:
+                    break
+            heap_s[i] = s
+            heap_t[i] = t
+            heap_r[i] = r
+        elif s > heap_s[0] or (s == heap_s[0] and t < heap_t[0]):  # r ranks before the root
+            _sift_down(heap_s, heap_t, heap_r, size, s, t, r)
+    for q in range(m - 1, -1, -1):  # the root ranks last: fill the output from the back
+        out[pos + q] = heap_r[0]
+        size -= 1
+        if size > 0:
+            _sift_down(heap_s, heap_t, heap_r, size, heap_s[size], heap_t[size], heap_r[size])
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(
+    heap_s: np.ndarray,
+    heap_t: np.ndarray,
+    heap_r: np.ndarray,
+    size: int,
+    s: float,
+    t: int,
+    r: int,
+) -> None:
+    """Put the entry ``(s, t, r)`` at the root of the heap of ``size`` entries (root: the entry
+    that ranks last) and sift it down: a child that ranks after it moves up."""
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and (
+            heap_s[c + 1] < heap_s[c] or (heap_s[c + 1] == heap_s[c] and heap_t[c + 1] > heap_t[c])
+        ):
+            c += 1  # the child that ranks later
+        if heap_s[c] < s or (heap_s[c] == s and heap_t[c] > t):
+            heap_s[i] = heap_s[c]
+            heap_t[i] = heap_t[c]
+            heap_r[i] = heap_r[c]
+            i = c
+        else:
+            break
+    heap_s[i] = s
+    heap_t[i] = t
+    heap_r[i] = r
+
+
+@njit(cache=True, nogil=True)
+def _top_insert(
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    start: int,
+    stop: int,
+    m: int,
+    out: np.ndarray,
+    pos: int,
+    buf_s: np.ndarray,
+    buf_t: np.ndarray,
+    buf_r: np.ndarray,
+) -> None:
+    """The best ``m`` rows of ``start .. stop - 1`` in rank order to ``out[pos:pos + m]``:
+    each row is inserted into a sorted scratch list (score, tie key, row), or skipped when the
+    list is full and the row ranks after its last (short lists; one pass, few insertions)."""
+    if m == 0:
+        return
+    for r in range(start, start + m):  # the first m rows, sorted
+        _insert_row(sign * score[r], tie[r], r, r - start, buf_s, buf_t, buf_r)
+    for r in range(start + m, stop):  # the rest: most rank after the last kept row
+        s = sign * score[r]
+        if s < buf_s[m - 1] or (s == buf_s[m - 1] and tie[r] >= buf_t[m - 1]):
+            continue
+        _insert_row(s, tie[r], r, m - 1, buf_s, buf_t, buf_r)  # the last row drops out
+    for q in range(m):
+        out[pos + q] = buf_r[q]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert_row(
+    s: float,
+    t: int,
+    r: int,
+    p: int,
+    buf_s: np.ndarray,
+    buf_t: np.ndarray,
+    buf_r: np.ndarray,
+) -> None:
+    """Insert row ``r`` (score ``s``, tie key ``t``) into the sorted ``buf[:p]`` (one step of
+    insertion sort; ``buf[p]`` is overwritten)."""
+    while p > 0 and (s > buf_s[p - 1] or (s == buf_s[p - 1] and t < buf_t[p - 1])):
+        buf_s[p] = buf_s[p - 1]
+        buf_t[p] = buf_t[p - 1]
+        buf_r[p] = buf_r[p - 1]
+        p -= 1
+    buf_s[p] = s
+    buf_t[p] = t
+    buf_r[p] = r
+
+
+@njit(cache=True, nogil=True)
+def _select_top_chunk(
+    c: int,
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    k: int,
+    out_off: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """The tops of chunk ``c``'s users (``_CHUNK`` users) to ``out``."""
+    n_users = offsets.shape[0] - 1
+    first = c * _CHUNK
+    last = min(n_users, first + _CHUNK)
+    size = _SMALL
+    for u in range(first, last):
+        size = max(size, out_off[u + 1] - out_off[u])
+    buf_s = np.empty(size, dtype=np.float64)
+    buf_t = np.empty(size, dtype=np.int64)
+    buf_r = np.empty(size, dtype=np.int64)
+    for u in range(first, last):
+        start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+        m = min(k, stop - start)
+        if m <= _SMALL:
+            _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
+        else:
+            _top_one(score, sign, tie, start, stop, k, out, pos, buf_s, buf_t, buf_r)
+
+
+@njit(cache=True, nogil=True)
+def _select_small_chunk(
+    c: int,
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    k: int,
+    out_off: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """:func:`_select_top_chunk` for ``k <= _SMALL``: every top by ``_top_insert``, so that the
+    common small K does not compile the heap of ``_top_one`` on a first run."""
+    n_users = offsets.shape[0] - 1
+    buf_s = np.empty(_SMALL, dtype=np.float64)
+    buf_t = np.empty(_SMALL, dtype=np.int64)
+    buf_r = np.empty(_SMALL, dtype=np.int64)
+    for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+        start, stop, pos = offsets[u], offsets[u + 1], out_off[u]
+        m = min(k, stop - start)
+        _top_insert(score, sign, tie, start, stop, m, out, pos, buf_s, buf_t, buf_r)
+
+
+@njit(cache=True, nogil=True)
+def _mark_chunk(c: int, values: np.ndarray, low: int, present: np.ndarray) -> None:
+    n = values.shape[0]
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        j = values[i] - low
+        if not present[j]:  # read first: marked cache lines stay shared between threads
+            present[j] = True  # every writer stores the same value
+
+
+@njit(cache=True, nogil=True)
+def _lookup_chunk(c: int, values: np.ndarray, low: int, table: np.ndarray, out: np.ndarray) -> None:
+    n = values.shape[0]
+    high = low + (table.shape[0] - 1)
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        v = values[i]
+        out[i] = table[v - low] if low <= v <= high else -1  # no overflow in v - low
+
+
+@njit(cache=True, nogil=True)
+def _ils_vectors_one(
+    codes: np.ndarray, start: int, stop: int, unit: np.ndarray, acc: np.ndarray
+) -> float:
+    """Mean pairwise cosine of one list from unit vectors, in O(K d):
+    ``sum_{i<j} cos(i, j) = (||sum_i v_i||^2 - K') / 2``. ``acc`` is scratch of length d."""
+    kp = stop - start
+    if kp < 2:
+        return np.nan
+    d = unit.shape[1]
+    acc[:] = 0.0
+    for r in range(start, stop):
+        row = unit[codes[r]]
+        for t in range(d):
+            acc[t] += row[t]
+    sq = 0.0
+    for t in range(d):
+        sq += acc[t] * acc[t]
+    return (sq - kp) / (kp * (kp - 1.0))
+
+
+@njit(cache=True, parallel=True)
+def _ils_vectors(offsets: np.ndarray, codes: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users, dtype=np.float64)
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    for c in prange(n_chunks):
+        acc = np.empty(unit.shape[1], dtype=np.float64)
+        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+            out[u] = _ils_vectors_one(codes, offsets[u], offsets[u + 1], unit, acc)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _jaccard(a: int, b: int, f_off: np.ndarray, feats: np.ndarray) -> float:
+    """Jaccard index of two items' sorted, distinct feature codes."""
+    i, i_end = f_off[a], f_off[a + 1]
+    j, j_end = f_off[b], f_off[b + 1]
+    inter = 0
+    while i < i_end and j < j_end:
+        if feats[i] == feats[j]:
+            inter += 1
+            i += 1
+            j += 1
+        elif feats[i] < feats[j]:
+            i += 1
+        else:
+            j += 1
+    union = (f_off[a + 1] - f_off[a]) + (f_off[b + 1] - f_off[b]) - inter
+    return float(inter) / float(union)
+
+
+@njit(cache=True, nogil=True)
+def _ils_jaccard_one(
+    codes: np.ndarray, start: int, stop: int, f_off: np.ndarray, feats: np.ndarray
+) -> float:
+    """Mean pairwise Jaccard index of one list."""
+    kp = stop - start
+    if kp < 2:
+        return np.nan
+    total = 0.0
+    for p in range(start, stop):
+        for q in range(p + 1, stop):
+            total += _jaccard(codes[p], codes[q], f_off, feats)
+    return 2.0 * total / (kp * (kp - 1.0))
+
+
+@njit(cache=True, parallel=True)
+def _ils_jaccard(
+    offsets: np.ndarray, codes: np.ndarray, f_off: np.ndarray, feats: np.ndarray
+) -> np.ndarray:
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users, dtype=np.float64)
+    for u in prange(n_users):
+        out[u] = _ils_jaccard_one(codes, offsets[u], offsets[u + 1], f_off, feats)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _pairs_one(
+    codes: np.ndarray, start: int, stop: int, n_items: int, out: np.ndarray, pos: int
+) -> None:
+    """The unordered pairs of one list as keys ``min * n_items + max``."""
+    for p in range(start, stop):
+        for q in range(p + 1, stop):
+            a, b = codes[p], codes[q]
+            if a > b:
+                a, b = b, a
+            out[pos] = a * n_items + b
+            pos += 1
+
+
+@njit(cache=True, parallel=True)
+def _list_pairs(
+    offsets: np.ndarray, codes: np.ndarray, n_items: int, pair_off: np.ndarray
+) -> np.ndarray:
+    n_users = offsets.shape[0] - 1
+    out = np.empty(pair_off[n_users], dtype=np.int64)
+    for u in prange(n_users):
+        _pairs_one(codes, offsets[u], offsets[u + 1], n_items, out, pair_off[u])
+    return out
+
+
+def _n_chunks(n: int, size: int) -> int:
+    return (n + size - 1) // size
+
+
+def select_top(
+    offsets: np.ndarray, score: np.ndarray, tie: np.ndarray, k: int, *, negate: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each user's top ``k`` rows: ``(out_offsets, rows)``.
+
+    ``rows[out_offsets[u]:out_offsets[u + 1]]`` are user ``u``'s ``min(k, n_u)`` best rows by
+    ``score`` descending (ascending with ``negate``: ranks), equal scores by ``tie`` ascending,
+    in that order.
+    """
+    lengths = np.minimum(np.diff(offsets), k)
+    out_off = np.zeros(offsets.shape[0], dtype=np.int64)
+    np.cumsum(lengths, out=out_off[1:])
+    out = np.empty(out_off[-1], dtype=np.int64)
+    kernel = _select_small_chunk if k <= _SMALL else _select_top_chunk
+    sign = -1.0 if negate else 1.0
+    args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off), out)
+    run_chunks(kernel, _n_chunks(offsets.shape[0] - 1, _CHUNK), *args)
+    return out_off, out
+
+
+def mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
+    """Set ``present[v - low]`` for every value ``v`` (all must lie in range)."""
+    run_chunks(_mark_chunk, _n_chunks(values.shape[0], _ROWS), _frozen(values), int(low), present)
+
+
+def lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
+    """``table[v - low]`` for each value ``v``, -1 where ``v - low`` is outside the table."""
+    out = np.empty(values.shape[0], dtype=np.int64)
+    args = (_frozen(values), int(low), _frozen(table), out)
+    run_chunks(_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
+    return out
+
+
+def ils_vectors(offsets: np.ndarray, codes: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Per user, the mean pairwise cosine similarity of the items ``codes[offsets[u]:...]``
+    (rows of ``unit``, unit vectors); NaN for lists shorter than 2."""
+    kernel: Any = _ils_vectors
+    return kernel(_frozen(offsets), _frozen(codes), _frozen(unit))  # type: ignore[no-any-return]
+
+
+def ils_jaccard(
+    offsets: np.ndarray, codes: np.ndarray, f_off: np.ndarray, feats: np.ndarray
+) -> np.ndarray:
+    """Per user, the mean pairwise Jaccard index of the items' feature sets
+    (``feats[f_off[c]:f_off[c + 1]]``: sorted distinct feature codes of item ``c``)."""
+    kernel: Any = _ils_jaccard
+    args = (_frozen(offsets), _frozen(codes), _frozen(f_off), _frozen(feats))
+    return kernel(*args)  # type: ignore[no-any-return]
+
+
+def list_pairs(
+    offsets: np.ndarray, codes: np.ndarray, n_items: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every unordered pair within each list: ``(pair_offsets, keys)`` with keys
+    ``min(a, b) * n_items + max(a, b)``, user ``u``'s at ``pair_offsets[u]:...``."""
+    kp = np.diff(offsets)
+    pair_off = np.zeros(offsets.shape[0], dtype=np.int64)
+    np.cumsum(kp * (kp - 1) // 2, out=pair_off[1:])
+    kernel: Any = _list_pairs
+    keys = kernel(_frozen(offsets), _frozen(codes), int(n_items), _frozen(pair_off))
+    return pair_off, keys

@@ -1,0 +1,737 @@
+"""Numba kernels for the per-user work of the top-K ranking metrics.
+
+Layering: :func:`_score_user` evaluates one user, :func:`_rank_chunk` one chunk of users
+(each chunk owns its scratch buffers and hash tables), and :func:`rank_users`, the Python
+wrapper, runs the chunks in parallel on Python threads (``nogil`` kernels; a ``prange`` driver
+computes the same but compiles 2-3 s slower on a first run);
+:func:`receval.families.ranking.match` builds the plan and reads the results. Everything
+accumulates in float64.
+
+The kernel sees the canonical layout built by :mod:`receval.data.layout`:
+
+* truth: rows grouped by user, ``t_off`` (offsets), ``t_item`` (int64 item keys), ``t_rel``
+  (relevance) and ``t_gain`` (one row of gains per gain variant);
+* recs: rows grouped by user in input order, ``r_off``, ``r_item``, ``r_score`` (higher is
+  better) and ``r_tie`` (the ``trec`` tiebreak key, higher first; empty unless needed);
+* ``u2r``: for each truth user, its recs group or -1.
+
+Ties. The user's list is ordered by score (stable). Under ``expected`` every run of equal
+scores is a tie group; under the other policies the group is ordered by its tiebreak and every
+position becomes a group of one. Each metric is then a sum over groups using the closed forms of
+McSherry & Najork (2008) given in docs/metrics.md; with groups of one they reduce to the plain
+definitions, computed with the same operations as trec_eval.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from receval.kernels.pools import run_chunks
+
+# Operation codes of the metric plan (kept in sync with receval.families.ranking.OPS).
+OP_PRECISION = 0
+OP_RECALL = 1
+OP_HITS = 2  # numerator of micro recall
+OP_FBETA = 3
+OP_HIT_RATE = 4
+OP_MRR = 5
+OP_ARHR = 6
+OP_AP = 7
+OP_CG = 8
+OP_DCG = 9
+OP_NDCG = 10
+OP_R_PRECISION = 11
+OP_NDCG_K = 12  # DCG over the DCG of K items of the user's largest gain (RecTools)
+
+POLICY_EXPECTED = 0
+POLICY_FIRST = 1
+POLICY_TREC = 2
+POLICY_OPTIMISTIC = 3
+POLICY_PESSIMISTIC = 4
+
+STATUS_OK = 0
+STATUS_DUP_TRUTH = 1
+STATUS_DUP_RECS = 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _table_bits(n: int) -> int:
+    """log2 of a power-of-two table size with load factor <= 1/2."""
+    bits = 1
+    while (1 << bits) < 2 * n:
+        bits += 1
+    return bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _slot(key: int, bits: int) -> int:
+    """Fibonacci hashing of an int64 key into ``bits`` bits."""
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h >> np.uint64(64 - bits))  # type: ignore[return-value]
+
+
+@njit(cache=True, nogil=True)
+def _fill_table(
+    items: np.ndarray,
+    lo: int,
+    hi: int,
+    tab_key: np.ndarray,
+    tab_val: np.ndarray,
+    tab_stamp: np.ndarray,
+    stamp: int,
+) -> bool:
+    """Put items[lo:hi] (value: the row) in an open-addressing table; True on a duplicate.
+
+    Slots whose stamp differs from ``stamp`` are empty, so the table is never cleared; it is
+    probed with :func:`_slot` on ``_table_bits(hi - lo)`` bits.
+    """
+    bits = _table_bits(hi - lo)
+    mask = (1 << bits) - 1
+    for a in range(lo, hi):
+        key = items[a]
+        slot = _slot(key, bits)
+        while tab_stamp[slot] == stamp:
+            if tab_key[slot] == key:
+                return True
+            slot = (slot + 1) & mask
+        tab_stamp[slot] = stamp
+        tab_key[slot] = key
+        tab_val[slot] = a
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _find(
+    key: int, bits: int, tab_key: np.ndarray, tab_val: np.ndarray, tab_stamp: np.ndarray, stamp: int
+) -> int:
+    """The value stored for ``key`` by :func:`_fill_table` under ``stamp``, or -1."""
+    mask = (1 << bits) - 1
+    slot = _slot(key, bits)
+    while tab_stamp[slot] == stamp:
+        if tab_key[slot] == key:
+            return tab_val[slot]  # type: ignore[no-any-return]
+        slot = (slot + 1) & mask
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def _sort_desc(
+    keys: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int | np.int64, hi: int
+) -> None:
+    """Stable sort of perm[lo:hi] by descending ``keys[perm[a]]`` (equal keys keep their order).
+
+    Insertion sort of runs of 16, then bottom-up merges through ``tmp[lo:hi]``. The one sort of
+    the ranking kernels: hand-written so that a first run compiles one small function instead
+    of NumPy's sorts for every kind, dtype and layout. Callers pass ``lo`` as an int64
+    (``np.int64(0)``, not ``0``): Numba compiles a function once more for each literal
+    argument, and also for the literal first value of a loop variable.
+    """
+    run = 16
+    for s in range(lo, hi, run):
+        e = min(s + run, hi)
+        for a in range(s + 1, e):
+            p = perm[a]
+            k = keys[p]
+            b = a - 1
+            while b >= s and keys[perm[b]] < k:
+                perm[b + 1] = perm[b]
+                b -= 1
+            perm[b + 1] = p
+    src = perm
+    dst = tmp
+    in_tmp = False
+    width = run
+    while lo + width < hi:
+        for s in range(lo, hi, 2 * width):
+            m = min(s + width, hi)
+            e = min(s + 2 * width, hi)
+            i = s
+            j = m
+            o = s
+            while i < m and j < e:
+                if keys[src[j]] > keys[src[i]]:  # ties take the left run first: stable
+                    dst[o] = src[j]
+                    j += 1
+                else:
+                    dst[o] = src[i]
+                    i += 1
+                o += 1
+            while i < m:
+                dst[o] = src[i]
+                i += 1
+                o += 1
+            while j < e:
+                dst[o] = src[j]
+                j += 1
+                o += 1
+        src, dst = dst, src
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        for a in range(lo, hi):
+            perm[a] = tmp[a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sort_group(
+    key: np.ndarray,
+    order: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    perm: np.ndarray,
+    itmp: np.ndarray,
+    ftmp: np.ndarray,
+    lo: int | np.int64,
+    hi: int,
+) -> None:
+    """Stable sort of positions lo..hi-1 by descending ``key``, carrying ``order``, ``prow`` and
+    ``prel``: insertion sort in place for a short group, else :func:`_sort_desc` of a
+    permutation (``perm``, ``itmp``, ``ftmp``: scratch; ``key`` is then left as is)."""
+    if hi - lo <= 32:
+        for a in range(lo + 1, hi):
+            k = key[a]
+            o = order[a]
+            r = prow[a]
+            v = prel[a]
+            b = a - 1
+            while b >= lo and key[b] < k:
+                key[b + 1] = key[b]
+                order[b + 1] = order[b]
+                prow[b + 1] = prow[b]
+                prel[b + 1] = prel[b]
+                b -= 1
+            key[b + 1] = k
+            order[b + 1] = o
+            prow[b + 1] = r
+            prel[b + 1] = v
+        return
+    for a in range(lo, hi):
+        perm[a] = a
+    _sort_desc(key, perm, itmp, lo, hi)
+    for a in range(lo, hi):
+        itmp[a] = order[perm[a]]
+    for a in range(lo, hi):
+        order[a] = itmp[a]
+    for a in range(lo, hi):
+        itmp[a] = prow[perm[a]]
+    for a in range(lo, hi):
+        prow[a] = itmp[a]
+    for a in range(lo, hi):
+        ftmp[a] = prel[perm[a]]
+    for a in range(lo, hi):
+        prel[a] = ftmp[a]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, hi: int) -> float:
+    """Sum of values[lo:hi] taken in ascending order (``perm``, ``tmp``: scratch)."""
+    for a in range(lo, hi):
+        perm[a] = a
+    _sort_desc(values, perm, tmp, lo, hi)
+    total = 0.0
+    for a in range(hi - 1, lo - 1, -1):
+        total += values[perm[a]]
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _group_metrics(
+    u: int,
+    n: int,
+    ng: int,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    t_gain: np.ndarray,
+    ts: int,
+    te: int,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    log2p: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    tkey: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    ftmp_buf: np.ndarray,
+    ideal_buf: np.ndarray,
+) -> None:
+    """Every requested metric of user ``u`` (row ``u`` of ``out``) from its tie groups.
+
+    The list has ``n`` items; group ``gi`` fills positions ``gpos[gi] .. gpos[gi] + gsize[gi]
+    - 1`` (0-based, groups in list order) and its items with a truth row are
+    ``gmem[gi] .. gmem[gi + 1] - 1`` of ``prow`` (the truth row, or -1) and ``prel`` (its
+    relevance). Positions of a group without a member hold non-truth items (relevance and gain
+    0), so a group may list only its truth items (:mod:`receval.kernels.model`) or every item
+    (:func:`_score_user`, ``gpos = gmem``): the sums are the same. ``nrel[u]`` holds |R| per
+    threshold; ``ts .. te`` are the user's truth rows (the ideal DCG).
+    """
+    nt = te - ts
+    # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
+    # once per metric)
+    ideal_gv = -1
+    for mi in range(ops.shape[0]):
+        op = ops[mi]
+        c = thr_idx[mi]
+        thr = thresholds[c]
+        nr = nrel[u, c]
+        if nr == 0:
+            out[u, mi] = np.nan
+            continue
+        if n == 0:
+            out[u, mi] = 0.0
+            continue
+        kk = ks[mi]
+        if op == OP_R_PRECISION:
+            kk = int(nr)
+        elif kk == 0:
+            kk = n
+        kc = min(kk, n)
+        gv = gain_idx[mi]
+
+        hits = 0.0
+        acc = 0.0
+        h = 0.0
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            mlo = gmem[gi]
+            mhi = gmem[gi + 1]
+            if op in (OP_CG, OP_DCG, OP_NDCG, OP_NDCG_K):
+                if mhi - mlo == 1:
+                    gsum = t_gain[gv, prow[mlo]] if prow[mlo] >= 0 else 0.0
+                else:  # summed in sorted order: the same for every input order of the tie
+                    for a in range(mlo, mhi):
+                        tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 else 0.0
+                    gsum = _sorted_sum(tkey, perm_buf, itmp_buf, mlo, mhi)
+                if gsum != 0.0:
+                    gm = gsum / m
+                    if op == OP_CG:
+                        acc += gm * j
+                    else:
+                        for a in range(s, s + j):
+                            acc += gm / log2p[a]
+                continue
+            r = 0
+            for a in range(mlo, mhi):
+                if prel[a] >= thr:
+                    r += 1
+            if r == 0:
+                continue
+            if op == OP_HIT_RATE:
+                miss = 1.0
+                for a in range(j):
+                    miss *= (m - r - a) / (m - a)
+                acc = 1.0 - miss
+                break
+            if op == OP_MRR:
+                prob = r / m
+                top = min(m - r + 1, j)
+                for x in range(1, top + 1):
+                    acc += prob / (s + x)
+                    if x < top:
+                        prob *= (m - x - r + 1) / (m - x)
+                break
+            if op == OP_ARHR:
+                rm = r / m
+                for a in range(s, s + j):
+                    acc += rm / (a + 1)
+            elif op == OP_AP:
+                base = (r / m) * (h + 1.0)
+                pair = 0.0
+                if m > 1:
+                    pair = (r * (r - 1.0)) / (m * (m - 1.0))
+                for t in range(1, j + 1):
+                    acc += (base + (t - 1) * pair) / (s + t)
+                h += r
+            else:
+                hits += (r / m) * j
+
+        if op in (OP_PRECISION, OP_R_PRECISION):
+            out[u, mi] = hits / kk
+        elif op == OP_RECALL:
+            out[u, mi] = hits / nr
+        elif op == OP_HITS:
+            out[u, mi] = hits
+        elif op == OP_FBETA:
+            b2 = fpar[mi] * fpar[mi]
+            out[u, mi] = (1.0 + b2) * hits / (b2 * nr + kk)
+        elif op == OP_AP:
+            den = nr
+            if fpar[mi] > 0.0:
+                den = min(kk, nr)
+            out[u, mi] = acc / den
+        elif op == OP_NDCG:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                if gv != ideal_gv:
+                    for a in range(nt):
+                        ftmp_buf[a] = t_gain[gv, ts + a]
+                        perm_buf[a] = a
+                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
+                    for a in range(nt):
+                        ideal_buf[a] = ftmp_buf[perm_buf[a]]
+                    ideal_gv = gv
+                idcg = 0.0
+                icut = nt if ks[mi] == 0 else min(ks[mi], nt)
+                for a in range(icut):
+                    best = ideal_buf[a]
+                    if best > 0.0:
+                        idcg += best / log2p[a]
+                out[u, mi] = acc / idcg
+        elif op == OP_NDCG_K:
+            if acc == 0.0:
+                out[u, mi] = 0.0
+            else:
+                gmax = 0.0
+                for a in range(ts, te):
+                    gmax = max(gmax, t_gain[gv, a])
+                unit = fpar[mi]  # sum_{j<=K} 1 / log2(j + 1), or 0: K is the list's length
+                if unit == 0.0:
+                    for a in range(n):
+                        unit += 1.0 / log2p[a]
+                out[u, mi] = acc / (gmax * unit)
+        else:
+            out[u, mi] = acc
+
+
+@njit(cache=True, nogil=True)
+def _score_user(
+    u: int,
+    t_off: np.ndarray,
+    t_item: np.ndarray,
+    t_rel: np.ndarray,
+    t_gain: np.ndarray,
+    r_off: np.ndarray,
+    r_item: np.ndarray,
+    r_score: np.ndarray,
+    r_tie: np.ndarray,
+    u2r: np.ndarray,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    policy: int,
+    log2p: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    t_match: np.ndarray,
+    tab_key: np.ndarray,
+    tab_val: np.ndarray,
+    tab_stamp: np.ndarray,
+    seen_key: np.ndarray,
+    seen_val: np.ndarray,
+    seen_stamp: np.ndarray,
+    prow_buf: np.ndarray,
+    prel_buf: np.ndarray,
+    gstart_buf: np.ndarray,
+    gsize_buf: np.ndarray,
+    tkey_buf: np.ndarray,
+    order_buf: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    ftmp_buf: np.ndarray,
+    ideal_buf: np.ndarray,
+) -> int:
+    ts = t_off[u]
+    te = t_off[u + 1]
+    nt = te - ts
+    # truth of the user in a hash table keyed by item
+    stamp = u + 1
+    if _fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
+        return STATUS_DUP_TRUTH
+    tbits = _table_bits(nt)
+    for c in range(thresholds.shape[0]):
+        cnt = 0
+        for a in range(ts, te):
+            if t_rel[a] >= thresholds[c]:
+                cnt += 1
+        nrel[u, c] = cnt
+
+    g = u2r[u]
+    n = 0
+    rs = 0
+    if g >= 0:
+        rs = r_off[g]
+        n = r_off[g + 1] - rs
+
+    # order the list by descending score (stable: "first" reads the input order of equal
+    # scores), match it against truth; with no ranking metric requested only the matching is
+    # wanted: keep input order
+    order = order_buf
+    for p in range(n):
+        order[p] = p
+    if ops.shape[0] != 0:
+        ordered = True
+        for p in range(1, n):
+            if r_score[rs + p] > r_score[rs + p - 1]:
+                ordered = False
+                break
+        if not ordered:
+            for p in range(n):
+                tkey_buf[p] = r_score[rs + p]
+            _sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see _sort_desc
+    if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
+        return STATUS_DUP_RECS
+    prow = prow_buf[:n]
+    prel = prel_buf[:n]
+    tkey = tkey_buf[:n]
+    for p in range(n):
+        row = rs + order[p]
+        trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+        prow[p] = trow
+        prel[p] = 0.0
+        if trow >= 0:
+            prel[p] = t_rel[trow]
+            t_match[trow] = row
+    if ops.shape[0] == 0:
+        return STATUS_OK
+
+    # tie groups: runs of equal scores, in list order
+    gstart = gstart_buf[: n + 1]
+    ng = 0
+    p = 0
+    while p < n:
+        q = p + 1
+        s0 = r_score[rs + order[p]]
+        while q < n and r_score[rs + order[q]] == s0:
+            q += 1
+        if policy == POLICY_EXPECTED or q - p == 1:
+            gstart[ng] = p
+            ng += 1
+        else:
+            if policy != POLICY_FIRST:
+                for a in range(p, q):
+                    if policy == POLICY_TREC:
+                        tkey[a] = float(r_tie[rs + order[a]])
+                    elif policy == POLICY_OPTIMISTIC:
+                        tkey[a] = prel[a]
+                    else:
+                        tkey[a] = -prel[a]
+                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
+            for a in range(p, q):
+                gstart[ng] = a
+                ng += 1
+        p = q
+    gstart[ng] = n
+
+    for gi in range(ng):
+        gsize_buf[gi] = gstart[gi + 1] - gstart[gi]
+    _group_metrics(
+        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, ts, te, thresholds, ops, ks,
+        thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
+        ideal_buf,
+    )  # fmt: skip
+    return STATUS_OK
+
+
+@njit(cache=True, nogil=True)
+def _rank_outputs(
+    n_users: int, n_metrics: int, n_thresholds: int, n_truth_rows: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ranking kernel's outputs, allocated (each chunk fills its own rows)."""
+    out = np.empty((n_users, n_metrics), dtype=np.float64)
+    nrel = np.empty((n_users, n_thresholds), dtype=np.float64)
+    status = np.empty(n_users, dtype=np.int64)
+    t_match = np.empty(n_truth_rows, dtype=np.int64)
+    return out, nrel, status, t_match
+
+
+@njit(cache=True, nogil=True)
+def _rank_chunk(
+    ch: int,
+    step: int,
+    t_off: np.ndarray,
+    t_item: np.ndarray,
+    t_rel: np.ndarray,
+    t_gain: np.ndarray,
+    r_off: np.ndarray,
+    r_item: np.ndarray,
+    r_score: np.ndarray,
+    r_tie: np.ndarray,
+    u2r: np.ndarray,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    policy: int,
+    log2p: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    status: np.ndarray,
+    t_match: np.ndarray,
+) -> None:
+    """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
+    tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
+    np.empty only, filled by loops: np.zeros and np.full would each compile their own
+    implementations on a first run."""
+    n_users = t_off.shape[0] - 1
+    lo = min(ch * step, n_users)
+    hi = min(lo + step, n_users)
+    for a in range(t_off[lo], t_off[hi]):
+        t_match[a] = -1
+    for u in range(lo, hi):
+        for c in range(thresholds.shape[0]):
+            nrel[u, c] = 0.0
+    nt_max = 1
+    n_max = 1
+    for u in range(lo, hi):
+        nt_max = max(nt_max, t_off[u + 1] - t_off[u])
+        if u2r[u] >= 0:
+            n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
+    tsize = 1 << _table_bits(nt_max)
+    rsize = 1 << _table_bits(n_max)
+    tab_key = np.empty(tsize, dtype=np.int64)
+    tab_val = np.empty(tsize, dtype=np.int64)
+    tab_stamp = np.empty(tsize, dtype=np.int64)
+    seen_key = np.empty(rsize, dtype=np.int64)
+    seen_val = np.empty(rsize, dtype=np.int64)
+    seen_stamp = np.empty(rsize, dtype=np.int64)
+    for a in range(tsize):
+        tab_stamp[a] = 0
+    for a in range(rsize):
+        seen_stamp[a] = 0
+    prow_buf = np.empty(n_max, dtype=np.int64)
+    prel_buf = np.empty(n_max, dtype=np.float64)
+    gstart_buf = np.empty(n_max + 1, dtype=np.int64)
+    gsize_buf = np.empty(n_max + 1, dtype=np.int64)
+    tkey_buf = np.empty(n_max, dtype=np.float64)
+    order_buf = np.empty(n_max, dtype=np.int64)
+    m_max = max(n_max, nt_max)
+    perm_buf = np.empty(m_max, dtype=np.int64)
+    itmp_buf = np.empty(m_max, dtype=np.int64)
+    ftmp_buf = np.empty(m_max, dtype=np.float64)
+    ideal_buf = np.empty(nt_max, dtype=np.float64)
+    for u in range(lo, hi):
+        status[u] = _score_user(
+            u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
+            thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
+            tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
+            gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+        )  # fmt: skip
+
+
+@njit(cache=True, parallel=True)
+def _duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
+    flags = np.zeros(groups.shape[0], dtype=np.bool_)
+    n_chunks = min(groups.shape[0], 64)
+    if n_chunks == 0:
+        return flags
+    step = (groups.shape[0] + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        lo = ch * step
+        hi = min(lo + step, groups.shape[0])
+        n_max = 1
+        for a in range(lo, hi):
+            n_max = max(n_max, offsets[groups[a] + 1] - offsets[groups[a]])
+        size = 1 << _table_bits(n_max)
+        seen_key = np.empty(size, dtype=np.int64)
+        seen_val = np.empty(size, dtype=np.int64)
+        seen_stamp = np.zeros(size, dtype=np.int64)
+        for a in range(lo, hi):
+            g = groups[a]
+            flags[a] = _fill_table(
+                items, offsets[g], offsets[g + 1], seen_key, seen_val, seen_stamp, a + 1
+            )
+    return flags
+
+
+TEXT_KEY_LIMIT = 10**15
+"""Integers below this have at most 15 digits, so their text-order key is below 2^53."""
+
+
+@njit(cache=True, parallel=True)
+def _text_order_keys(values: np.ndarray) -> np.ndarray:
+    """Keys that order non-negative integers (< 10^15) as their decimal text compares.
+
+    The text d_1..d_L becomes the base-11 number with digits d_i + 1, padded with 0 (end of
+    text, below every digit) to 15 places, so a prefix sorts first ("10" < "9"). Every key is
+    below 11^15 < 2^53 and survives the float64 comparison of the tie sort exactly.
+    """
+    out = np.empty(values.shape[0], dtype=np.int64)
+    digits = 15
+    for i in prange(values.shape[0]):
+        v = values[i]
+        width = 1
+        p = 10
+        while width < digits and v >= p:
+            width += 1
+            p *= 10
+        code = 0  # the digits, least significant first, as base-11 places
+        x = v
+        place = 1
+        for _ in range(width):
+            code += (x % 10 + 1) * place
+            x //= 10
+            place *= 11
+        for _ in range(digits - width):  # pad: shift to the 15 most significant places
+            code *= 11
+        out[i] = code
+    return out
+
+
+# ----------------------------------------------------------------------------- Python wrappers
+#
+# Numba compiles one machine-code version per argument type, and a read-only array (Polars
+# hands out zero-copy read-only views) is a different type from a writable one. The wrappers
+# pass every input array read-only, so each kernel has exactly one signature: compiled once,
+# cached on disk, and never compiled again whatever the input's origin.
+
+
+def frozen(array: np.ndarray) -> np.ndarray:
+    """A read-only view of ``array`` (one compiled signature per kernel)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view
+
+
+def rank_users(
+    arrays: tuple[np.ndarray, ...], policy: int, n_chunks: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Run the ranking kernel over every truth user.
+
+    ``arrays`` are, in order: ``t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie,
+    u2r, thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p`` (see the module docstring).
+    Returns ``out`` (users x metrics), ``nrel`` (users x thresholds: |R| per threshold),
+    ``status`` (per user: ok or a duplicate) and ``t_match`` (per truth row: the recs row it
+    matched, or -1).
+    """
+    views = [frozen(a) for a in arrays]
+    t_off, t_item, thresholds, ops = views[0], views[1], views[9], views[10]
+    n_users = t_off.shape[0] - 1
+    outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
+    step = (n_users + n_chunks - 1) // n_chunks
+    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs)
+    return outputs  # type: ignore[no-any-return]
+
+
+def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """For each of ``groups`` (indices into ``offsets``), whether it repeats an item key."""
+    if groups.shape[0] == 0:  # the usual case (every recs user in truth): nothing to compile
+        return np.zeros(0, dtype=np.bool_)
+    kernel: Any = _duplicate_groups
+    return kernel(frozen(offsets), frozen(items), frozen(groups))  # type: ignore[no-any-return]
+
+
+def text_order_keys(values: np.ndarray) -> np.ndarray:
+    """Keys that order non-negative integers (< ``TEXT_KEY_LIMIT``) as their text compares."""
+    kernel: Any = _text_order_keys
+    return kernel(frozen(values))  # type: ignore[no-any-return]

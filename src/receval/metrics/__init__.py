@@ -1,0 +1,1 @@
+"""Metric specs: the registry, the metric-string grammar, the Result container."""

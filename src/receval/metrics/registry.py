@@ -1,0 +1,929 @@
+"""The metric registry and the metric-string grammar.
+
+A metric is a frozen :class:`MetricSpec` (name, typed parameters with defaults, bounds,
+direction, references). A request such as ``"ndcg(gain=exp)@10"`` parses into a
+:class:`Metric`: the spec, its parameter values and the cutoff ``k``. The canonical printed form
+of a :class:`Metric` (defaults omitted, parameters in declared order) is its identity: the same
+string names the metric in Python, on the command line and in config files.
+
+Grammar (parsed with :mod:`ast`, constants only)::
+
+    metric  := name [ "(" param ("," param)* ")" ] [ "@" K ]
+    param   := word "=" value
+    value   := number | word | 'string' | "{" number ":" number, ... "}"
+
+Examples
+--------
+>>> parse_metric("NDCG@10").canonical
+'ndcg@10'
+>>> parse_metric("ndcg(gain=exp) @ 10").canonical
+'ndcg(gain=exp)@10'
+>>> parse_metric("ap(denominator=min)@100").canonical
+'map(denominator=min)@100'
+>>> parse_metric("recall(rel=2, average=macro)@20").canonical
+'recall(rel=2)@20'
+>>> parse_metric("ndgc@10")
+Traceback (most recent call last):
+...
+receval._errors.MetricError: unknown metric 'ndgc' in 'ndgc@10'; did you mean 'ndcg', ...?
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from receval._errors import MetricError
+
+__all__ = [
+    "Family",
+    "Metric",
+    "MetricSpec",
+    "Param",
+    "list_metrics",
+    "parse_metric",
+    "parse_metrics",
+    "register",
+]
+
+ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
+ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain"]
+Family = Literal["ranking", "classification", "rating", "beyond"]
+"""What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
+labels (``classification``), predicted ratings (``rating``), or the lists themselves
+(``beyond``: coverage, diversity, novelty, popularity bias)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """A declared metric parameter: its name, default, domain and meaning."""
+
+    name: str
+    default: ParamValue
+    kind: ParamKind
+    doc: str
+    choices: tuple[str, ...] = ()
+
+    def validate(self, metric: str, value: object) -> ParamValue:
+        """Return ``value`` in canonical form, or raise :class:`MetricError`."""
+        where = f"parameter `{self.name}` of {metric}"
+        if self.kind in ("threshold", "positive"):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                msg = f"{where} must be a number > 0; got {value!r}."
+                raise MetricError(msg)
+            if not math.isfinite(value) or value <= 0:
+                msg = f"{where} must be a finite number > 0; got {value!r}."
+                raise MetricError(msg)
+            return _as_number(value)
+        if self.kind in ("number", "fraction"):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                msg = f"{where} must be a number; got {value!r}."
+                raise MetricError(msg)
+            if not math.isfinite(value):
+                msg = f"{where} must be a finite number; got {value!r}."
+                raise MetricError(msg)
+            if self.kind == "fraction" and not 0 < value < 1:
+                msg = f"{where} must be a number strictly between 0 and 1; got {value!r}."
+                raise MetricError(msg)
+            return _as_number(value)
+        if self.kind == "choice":
+            if not isinstance(value, str) or value.lower() not in self.choices:
+                msg = f"{where} must be one of {', '.join(self.choices)}; got {value!r}."
+                raise MetricError(msg)
+            return value.lower()
+        # gain: a named gain or a map {relevance: gain}
+        if isinstance(value, str) and value.lower() in self.choices:
+            return value.lower()
+        if isinstance(value, Mapping) and value:
+            pairs = []
+            for key, val in value.items():
+                ok = (
+                    all(
+                        isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+                        for x in (key, val)
+                    )
+                    and val >= 0
+                )
+                if not ok:
+                    msg = (
+                        f"{where} maps relevance to gain with finite numbers, gains >= 0; "
+                        f"got {key!r}: {val!r}."
+                    )
+                    raise MetricError(msg)
+                pairs.append((_as_number(key), _as_number(val)))
+            return tuple(sorted(pairs))
+        msg = (
+            f"{where} must be one of {', '.join(self.choices)} or a map "
+            f"{{relevance: gain}}; got {value!r}."
+        )
+        raise MetricError(msg)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """The declaration of a metric: everything but its arithmetic, which lives in a kernel."""
+
+    name: str
+    description: str
+    formula: str
+    params: tuple[Param, ...] = ()
+    aliases: tuple[str, ...] = ()
+    cutoff: bool = True
+    higher_is_better: bool = True
+    bounds: tuple[float, float] = (0.0, 1.0)
+    family: Family = "ranking"
+    references: tuple[str, ...] = ()
+    variants: str = ""
+    properties: frozenset[str] = field(default_factory=frozenset)
+
+    def param(self, name: str) -> Param:
+        """The declared parameter called ``name``."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        msg = f"{self.name} has no parameter {name!r}"
+        raise KeyError(msg)
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric request: a spec, the values of its parameters and its cutoff ``k``."""
+
+    spec: MetricSpec
+    values: tuple[tuple[str, ParamValue], ...]
+    k: int | None
+
+    @property
+    def name(self) -> str:
+        """The spec's canonical name, e.g. ``"ndcg"``."""
+        return self.spec.name
+
+    def get(self, name: str) -> ParamValue:
+        """The value of parameter ``name`` (its default when not given)."""
+        for key, value in self.values:
+            if key == name:
+                return value
+        return self.spec.param(name).default
+
+    @cached_property  # computed once: a request of N metrics looks each name up many times
+    def canonical(self) -> str:
+        """The canonical printed form, which is also the metric's identity."""
+        given = dict(self.values)
+        parts = [
+            f"{p.name}={_format(given[p.name])}"
+            for p in self.spec.params
+            if p.name in given and given[p.name] != p.default
+        ]
+        text = self.spec.name + (f"({', '.join(parts)})" if parts else "")
+        return text + (f"@{self.k}" if self.k is not None else "")
+
+    def __str__(self) -> str:
+        return self.canonical
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+_ALIASES: dict[str, str] = {}
+# trec_eval's measure names carry the cutoff after an underscore: ndcg_cut_10, P_10, ...
+_TREC_PREFIXES = {
+    "p": "precision",
+    "recall": "recall",
+    "ndcg_cut": "ndcg",
+    "map_cut": "map",
+    "success": "hit_rate",
+}
+_TREC_NAME = re.compile(rf"({'|'.join(_TREC_PREFIXES)})_(\d+)")
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add ``spec`` (and its aliases) to the registry; names must be new."""
+    for key in (spec.name, *spec.aliases):
+        if key in _ALIASES:
+            msg = f"metric name {key!r} is already registered (by {_ALIASES[key]!r})"
+            raise ValueError(msg)
+    _REGISTRY[spec.name] = spec
+    for key in (spec.name, *spec.aliases):
+        _ALIASES[key] = spec.name
+    return spec
+
+
+def list_metrics() -> tuple[MetricSpec, ...]:
+    """Every registered metric, in registration order."""
+    return tuple(_REGISTRY.values())
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse one metric string, e.g. ``"ndcg(gain=exp)@10"``, into a :class:`Metric`."""
+    if isinstance(text, Metric):
+        return text
+    if not isinstance(text, str):
+        msg = f"a metric must be given as a string such as 'ndcg@10'; got {text!r}."
+        raise MetricError(msg)
+    source = text.strip()
+    head, at, tail = source.partition("@")
+    head = head.strip()
+    paren = head.find("(")
+    name_part = head if paren < 0 else head[:paren]
+    head = _normalise_name(name_part) + ("" if paren < 0 else head[paren:])
+    try:
+        tree = ast.parse(head, mode="eval").body
+    except SyntaxError:
+        msg = (
+            f"cannot parse metric {text!r}; expected name[(param=value, ...)][@K], e.g. 'ndcg@10'."
+        )
+        raise MetricError(msg) from None
+
+    if isinstance(tree, ast.Name):
+        name, keywords = tree.id, []
+    elif isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args:
+        name, keywords = tree.func.id, tree.keywords
+    else:
+        msg = (
+            f"cannot parse metric {text!r}; parameters are given by keyword, "
+            "e.g. 'ndcg(gain=exp)@10'."
+        )
+        raise MetricError(msg)
+    trec_k: int | None = None
+    trec = _TREC_NAME.fullmatch(name)
+    if name not in _ALIASES and trec is not None:  # trec_eval's ndcg_cut_10, P_10, map_cut_100
+        name, trec_k = _TREC_PREFIXES[trec.group(1)], int(trec.group(2))
+        if trec_k < 1:
+            msg = f"`k` of {name} must be an integer >= 1; got {trec_k} in {text!r}."
+            raise MetricError(msg)
+    if name not in _ALIASES:
+        raise MetricError(_unknown(name, text))
+    spec = _REGISTRY[_ALIASES[name]]
+
+    values: dict[str, ParamValue] = {}
+    declared = {p.name: p for p in spec.params}
+    for kw in keywords:
+        arg = None if kw.arg is None else kw.arg.lower()
+        if arg is None or arg not in declared:
+            known = ", ".join(declared) or "none"
+            msg = f"{spec.name} has no parameter {kw.arg!r} (in {text!r}); its parameters: {known}."
+            raise MetricError(msg)
+        if arg in values:
+            msg = f"{spec.name} is given parameter {arg!r} twice in {text!r}; give it once."
+            raise MetricError(msg)
+        values[arg] = declared[arg].validate(spec.name, _literal(kw.value, text))
+
+    k: int | None = trec_k
+    if at:
+        if trec_k is not None:
+            msg = f"{text!r} gives the cutoff twice (in the name and after @); give it once."
+            raise MetricError(msg)
+        k = _parse_k(spec, tail.strip(), text)
+    ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
+    return Metric(spec, ordered, k)
+
+
+def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metric, ...]:
+    """Parse a request of one or many metrics; duplicates (same canonical form) are dropped.
+
+    ``"ndcg@5,10,20"`` is shorthand for ``["ndcg@5", "ndcg@10", "ndcg@20"]``.
+
+    >>> [m.canonical for m in parse_metrics(["ndcg@5,10", "P_10", "map_cut_100", "hit@10"])]
+    ['ndcg@5', 'ndcg@10', 'precision@10', 'map@100', 'hit_rate@10']
+    """
+    if isinstance(metrics, str | Metric):
+        items: Iterable[str | Metric] = [metrics]
+    elif isinstance(metrics, Iterable):
+        items = metrics
+    else:
+        msg = (
+            "metrics must be a metric string such as 'ndcg@10' or a list of them; "
+            f"got {metrics!r} ({type(metrics).__name__})."
+        )
+        raise MetricError(msg)
+    parsed: dict[str, Metric] = {}
+    for item in items:
+        for one in _expand_cutoffs(item):
+            metric = parse_metric(one)
+            parsed.setdefault(metric.canonical, metric)
+    if not parsed:
+        msg = "metrics must name at least one metric, e.g. ['ndcg@10']; got none."
+        raise MetricError(msg)
+    return tuple(parsed.values())
+
+
+def _expand_cutoffs(item: str | Metric) -> list[str | Metric]:
+    """``"ndcg@5,10,20"`` -> ``["ndcg@5", "ndcg@10", "ndcg@20"]``; anything else as it is."""
+    if not isinstance(item, str):
+        return [item]
+    head, at, tail = item.partition("@")
+    if not at or "," not in tail:
+        return [item]
+    return [f"{head}@{k.strip()}" for k in tail.split(",")]
+
+
+MAX_K = 2**63 - 1  # cutoffs are 64-bit integers in the kernels
+
+
+def _parse_k(spec: MetricSpec, tail: str, text: str) -> int:
+    if not spec.cutoff:
+        msg = f"{spec.name} takes no cutoff @K; got {text!r}."
+        raise MetricError(msg)
+    try:
+        k = int(tail, 10)
+    except ValueError:
+        msg = f"`k` of {spec.name} must be an integer >= 1; got {tail!r} in {text!r}."
+        raise MetricError(msg) from None
+    if k < 1:
+        msg = f"`k` of {spec.name} must be an integer >= 1; got {k}."
+        raise MetricError(msg)
+    if k > MAX_K:
+        msg = f"`k` of {spec.name} must be an integer from 1 to 2^63 - 1; got {k}."
+        raise MetricError(msg)
+    return k
+
+
+def _literal(node: ast.expr, text: str) -> object:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Dict):
+        return {
+            _literal(key, text) if key is not None else None: _literal(val, text)
+            for key, val in zip(node.keys, node.values, strict=True)
+        }
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        msg = f"parameter values in {text!r} must be constants (numbers, words, {{rel: gain}})."
+        raise MetricError(msg) from None
+
+
+def _normalise_name(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def _unknown(name: str, text: str) -> str:
+    close = difflib.get_close_matches(_normalise_name(name), list(_ALIASES), n=3, cutoff=0.5)
+    names = list(dict.fromkeys(_ALIASES[c] for c in close))
+    hint = f"; did you mean {', '.join(repr(n) for n in names)}?" if names else ""
+    known = "" if names else f"; known metrics: {', '.join(_REGISTRY)}."
+    return f"unknown metric {name!r} in {text!r}{hint}{known}"
+
+
+def _as_number(value: float) -> float | int:
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _format(value: ParamValue) -> str:
+    if isinstance(value, tuple):
+        return "{" + ", ".join(f"{_format(k)}: {_format(v)}" for k, v in value) + "}"
+    if isinstance(value, str):
+        return value if value.isidentifier() else repr(value)
+    return repr(value)
+
+
+# --------------------------------------------------------------------------- declarations
+
+_REL = Param(
+    "rel",
+    None,
+    "threshold",
+    "relevance threshold of this metric: an item is relevant when its relevance >= rel "
+    "(default: evaluate's relevance_threshold)",
+)
+_GAIN = Param(
+    "gain",
+    "linear",
+    "gain",
+    "gain of an item of relevance r: linear = r (trec_eval, ranx ndcg, scikit-learn), "
+    "exp = 2^r - 1 (ranx ndcg_burges, Burges et al.), or a map {r: gain}; relevance below 0 "
+    "gains 0",
+    choices=("linear", "exp"),
+)
+_BOUNDED = frozenset({"bounded01", "perfect_is_one", "order_invariant"})
+_UNBOUNDED = frozenset({"nonnegative", "order_invariant"})
+
+
+def _ranking(
+    name: str,
+    description: str,
+    formula: str,
+    *,
+    params: tuple[Param, ...] = (),
+    aliases: tuple[str, ...] = (),
+    cutoff: bool = True,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    references: tuple[str, ...] = (),
+    variants: str = "",
+    properties: frozenset[str] = _BOUNDED,
+) -> MetricSpec:
+    return register(
+        MetricSpec(
+            name=name,
+            description=description,
+            formula=formula,
+            params=(_REL, *params),
+            aliases=aliases,
+            cutoff=cutoff,
+            bounds=bounds,
+            references=references,
+            variants=variants,
+            properties=properties,
+        )
+    )
+
+
+PRECISION = _ranking(
+    "precision",
+    "Share of the first K recommendations that are relevant.",
+    "hits@K / K (K, not the list length; without @K: hits / |L|)",
+    aliases=("p",),
+    references=("trec_eval P_K",),
+    variants="equals trec_eval P_K and ranx precision@K",
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+RECALL = _ranking(
+    "recall",
+    "Share of the user's relevant items found in the first K recommendations.",
+    "hits@K / |R|; average=micro: sum_u hits@K / sum_u |R|",
+    params=(
+        Param(
+            "average",
+            "macro",
+            "choice",
+            "macro = mean over users of hits/|R|; micro = sum of hits over sum of |R| "
+            "(many papers' 'HR = hits / test items')",
+            choices=("macro", "micro"),
+        ),
+    ),
+    aliases=("r",),
+    references=("trec_eval recall_K",),
+    variants="macro equals trec_eval recall_K and ranx recall@K",
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+F1 = _ranking(
+    "f1",
+    "Harmonic mean of the user's precision@K and recall@K (0 when both are 0).",
+    "2 * hits@K / (|R| + K)",
+    references=("ranx f1",),
+    variants="equals ranx f1@K",
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+FBETA = _ranking(
+    "fbeta",
+    "Weighted harmonic mean of the user's precision@K and recall@K.",
+    "(1 + beta^2) * hits@K / (beta^2 * |R| + K)",
+    params=(Param("beta", 1, "positive", "weight of recall relative to precision"),),
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+HIT_RATE = _ranking(
+    "hit_rate",
+    "1 when at least one relevant item is in the first K recommendations, else 0.",
+    "[hits@K >= 1]",
+    aliases=("hr", "success", "hit"),
+    references=("trec_eval success_K",),
+    variants="equals trec_eval success_K and ranx hit_rate@K",
+)
+MRR = _ranking(
+    "mrr",
+    "Reciprocal rank of the first relevant item in the first K recommendations (0 if none).",
+    "1 / pos(first relevant item in L@K)",
+    aliases=("recip_rank", "rr"),
+    references=("trec_eval recip_rank", "Voorhees, TREC-8 QA track (1999)"),
+    variants="equals trec_eval recip_rank (no @K) and ranx mrr@K",
+)
+ARHR = _ranking(
+    "arhr",
+    "Average reciprocal hit rank: the sum of reciprocal positions of all hits in the top K.",
+    "sum over i in L@K with i in R of 1 / pos(i)",
+    references=("Deshpande & Karypis, Item-based top-N recommendation algorithms (2004)",),
+    variants="equals mrr@K when each user has one relevant item",
+    bounds=(0.0, math.inf),
+    properties=_UNBOUNDED,
+)
+MAP = _ranking(
+    "map",
+    "Average precision: precision at the position of each relevant item in the top K, "
+    "summed and divided by the number of relevant items (mean over users = MAP).",
+    "sum over i in L@K with i in R of P@pos(i) / D, D = |R| or min(K, |R|)",
+    params=(
+        Param(
+            "denominator",
+            "relevant",
+            "choice",
+            "relevant = |R| (trec_eval map_cut, ranx map); min = min(K, |R|) (RecBole, "
+            "MS Recommenders map_at_k, Spark RankingMetrics)",
+            choices=("relevant", "min"),
+        ),
+    ),
+    aliases=("ap",),
+    references=("trec_eval map_cut_K", "ranx map@K"),
+    variants="denominator=relevant equals trec_eval map / map_cut_K and ranx map@K",
+)
+CG = _ranking(
+    "cg",
+    "Cumulative gain: the sum of the gains of the first K recommendations.",
+    "sum_{j<=K} gain(rel at j)",
+    params=(_GAIN,),
+    bounds=(0.0, math.inf),
+    properties=_UNBOUNDED,
+)
+DCG = _ranking(
+    "dcg",
+    "Discounted cumulative gain of the first K recommendations.",
+    "sum_{j<=K} gain(rel at j) / log2(j + 1)",
+    params=(_GAIN,),
+    references=("Järvelin & Kekäläinen (2002)",),
+    variants="gain=linear equals ranx dcg; gain=exp equals ranx dcg_burges",
+    bounds=(0.0, math.inf),
+    properties=_UNBOUNDED,
+)
+NDCG = _ranking(
+    "ndcg",
+    "DCG@K divided by the DCG@K of the ideal list (all of the user's truth items sorted by "
+    "relevance).",
+    "dcg@K / idcg@K",
+    params=(_GAIN,),
+    references=("Järvelin & Kekäläinen (2002)", "Burges et al. (2005) for exp gain"),
+    variants=(
+        "gain=linear equals trec_eval ndcg_cut_K, ranx ndcg@K and scikit-learn ndcg_score; "
+        "gain=exp equals ranx ndcg_burges@K"
+    ),
+)
+NDCG_K = _ranking(
+    "ndcg_k",
+    "DCG@K divided by the DCG of K items of the user's largest gain, whether or not the user "
+    "has K relevant items: a user with fewer than K relevant items cannot reach 1 (without "
+    "@K, K is the list's length).",
+    "dcg@K / (max gain * sum_{j<=K} 1 / log2(j + 1))",
+    params=(_GAIN,),
+    aliases=("rectools_ndcg",),
+    references=("RecTools NDCG (divide_by_achievable=False, its default)",),
+    variants=(
+        "equals RecTools NDCG(k) with binary relevance; ndcg@K is RecTools' "
+        "divide_by_achievable=True"
+    ),
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+R_PRECISION = _ranking(
+    "r_precision",
+    "Precision at rank |R|, the number of the user's relevant items.",
+    "hits@|R| / |R|",
+    aliases=("rprec",),
+    cutoff=False,
+    references=("trec_eval Rprec",),
+    variants="equals trec_eval Rprec and ranx r-precision",
+)
+
+
+# ------------------------------------------------------------- pointwise classification
+# Computed over the recommendation rows: the label of a row is 1 when its item is relevant for
+# the user (relevance >= rel, else evaluate's relevance_threshold; items not in truth are 0),
+# its score is the recs score (for log loss, a probability). docs/pointwise.md.
+
+_CUT = Param(
+    "threshold",
+    0.5,
+    "number",
+    "decision threshold: a row is predicted positive when its score >= threshold",
+)
+
+
+def _pointwise(
+    family: Family,
+    name: str,
+    description: str,
+    formula: str,
+    *,
+    params: tuple[Param, ...] = (),
+    aliases: tuple[str, ...] = (),
+    higher_is_better: bool = True,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    references: tuple[str, ...] = (),
+    variants: str = "",
+    properties: frozenset[str] = frozenset({"bounded01"}),
+) -> MetricSpec:
+    return register(
+        MetricSpec(
+            name=name,
+            description=description,
+            formula=formula,
+            params=(_REL, *params) if family == "classification" else params,
+            aliases=aliases,
+            cutoff=False,
+            higher_is_better=higher_is_better,
+            bounds=bounds,
+            family=family,
+            references=references,
+            variants=variants,
+            properties=properties,
+        )
+    )
+
+
+AUC = _pointwise(
+    "classification",
+    "auc",
+    "Area under the ROC curve over all rows: the probability that a random positive row "
+    "outscores a random negative one, ties counting one half.",
+    "(sum of the positives' average ranks - M(M+1)/2) / (M N), M positives, N negatives",
+    aliases=("roc_auc", "roc_auc_score"),
+    references=("scikit-learn roc_auc_score", "Hanley & McNeil (1982)"),
+    variants="equals scikit-learn roc_auc_score (exact, average ranks over ties)",
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+GAUC = _pointwise(
+    "classification",
+    "gauc",
+    "Group AUC: each user's AUC over their own rows, averaged with weights; users with one "
+    "class only are skipped and counted.",
+    "sum_u w_u AUC_u / sum_u w_u; w_u = rows (impressions), positives (clicks) or 1",
+    params=(
+        Param(
+            "weight",
+            "impressions",
+            "choice",
+            "weight of a user's AUC: impressions = their rows, clicks = their positives, "
+            "uniform = 1",
+            choices=("impressions", "clicks", "uniform"),
+        ),
+    ),
+    references=("Zhou et al., Deep Interest Network (KDD 2018)",),
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+AVERAGE_PRECISION = _pointwise(
+    "classification",
+    "average_precision",
+    "Area under the precision-recall curve as a step function over all rows.",
+    "sum_n (R_n - R_{n-1}) P_n over the distinct score thresholds, highest first",
+    aliases=("average_precision_score",),
+    references=("scikit-learn average_precision_score",),
+    variants="equals scikit-learn average_precision_score (no interpolation)",
+    properties=frozenset({"bounded01", "score_transform_invariant"}),
+)
+LOGLOSS = _pointwise(
+    "classification",
+    "logloss",
+    "Mean binary cross-entropy of the rows' probabilities (scores in [0, 1]).",
+    "-mean(y log p + (1 - y) log(1 - p)), p clipped to [eps, 1 - eps], eps = float64 eps",
+    aliases=("log_loss", "binary_crossentropy"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn log_loss",),
+    variants="equals scikit-learn log_loss",
+    properties=frozenset({"nonnegative"}),
+)
+ACCURACY = _pointwise(
+    "classification",
+    "accuracy",
+    "Share of rows whose prediction (score >= threshold) equals their label.",
+    "(TP + TN) / (TP + FP + FN + TN)",
+    params=(_CUT,),
+    aliases=("accuracy_score",),
+    references=("scikit-learn accuracy_score",),
+)
+PPV = _pointwise(
+    "classification",
+    "ppv",
+    "Precision at a decision threshold: share of predicted positives that are positive "
+    "(NaN with a warning when nothing is predicted positive).",
+    "TP / (TP + FP)",
+    params=(_CUT,),
+    aliases=("precision_score", "positive_predictive_value"),
+    references=("scikit-learn precision_score",),
+)
+TPR = _pointwise(
+    "classification",
+    "tpr",
+    "Recall (sensitivity) at a decision threshold: share of positives predicted positive.",
+    "TP / (TP + FN)",
+    params=(_CUT,),
+    aliases=("recall_score", "sensitivity", "true_positive_rate"),
+    references=("scikit-learn recall_score",),
+)
+FPR = _pointwise(
+    "classification",
+    "fpr",
+    "False-positive rate at a decision threshold: share of negatives predicted positive.",
+    "FP / (FP + TN)",
+    params=(_CUT,),
+    aliases=("false_positive_rate", "fall_out"),
+    higher_is_better=False,
+)
+TNR = _pointwise(
+    "classification",
+    "tnr",
+    "Specificity at a decision threshold: share of negatives predicted negative.",
+    "TN / (FP + TN) = 1 - FPR",
+    params=(_CUT,),
+    aliases=("specificity", "true_negative_rate"),
+)
+FBETA_SCORE = _pointwise(
+    "classification",
+    "fbeta_score",
+    "F-beta of precision and recall at a decision threshold.",
+    "(1 + beta^2) P R / (beta^2 P + R)",
+    params=(Param("beta", 1, "positive", "weight of recall relative to precision"), _CUT),
+    aliases=("f_score",),
+    references=("scikit-learn fbeta_score",),
+    variants="beta=1 equals scikit-learn f1_score",
+)
+
+# -------------------------------------------------------------------- rating prediction
+# Computed over the truth rows (the true rating) joined with the recs score (the predicted
+# rating). docs/pointwise.md "Rating prediction".
+
+_AVERAGE = Param(
+    "average",
+    "rows",
+    "choice",
+    "rows = over all rows; user = per user, then the mean over users",
+    choices=("rows", "user"),
+)
+_ERROR = frozenset({"nonnegative", "perfect_is_zero"})
+MAE = _pointwise(
+    "rating",
+    "mae",
+    "Mean absolute error of the predicted ratings.",
+    "mean |y - y_hat|",
+    params=(_AVERAGE,),
+    aliases=("mean_absolute_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn mean_absolute_error",),
+    properties=_ERROR,
+)
+MSE = _pointwise(
+    "rating",
+    "mse",
+    "Mean squared error of the predicted ratings.",
+    "mean (y - y_hat)^2",
+    params=(_AVERAGE,),
+    aliases=("mean_squared_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn mean_squared_error",),
+    properties=_ERROR,
+)
+RMSE = _pointwise(
+    "rating",
+    "rmse",
+    "Root of the mean squared error of the predicted ratings (average=user: the mean over "
+    "users of each user's RMSE).",
+    "sqrt(mean (y - y_hat)^2)",
+    params=(_AVERAGE,),
+    aliases=("root_mean_squared_error",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("scikit-learn root_mean_squared_error",),
+    properties=_ERROR,
+)
+NMAE = _pointwise(
+    "rating",
+    "nmae",
+    "MAE divided by the width of the rating scale (given by evaluate's rating_range, else "
+    "read from truth).",
+    "MAE / (r_max - r_min)",
+    params=(_AVERAGE,),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=("Goldberg et al., Eigentaste (2001)",),
+    properties=_ERROR,
+)
+R2 = _pointwise(
+    "rating",
+    "r2",
+    "Coefficient of determination of the predicted ratings.",
+    "1 - SS_res / SS_tot",
+    params=(_AVERAGE,),
+    aliases=("r2_score",),
+    bounds=(-math.inf, 1.0),
+    references=("scikit-learn r2_score",),
+    variants="equals scikit-learn r2_score",
+    properties=frozenset({"perfect_is_one", "at_most_one"}),
+)
+
+# ----------------------------------------------------------------------- beyond accuracy
+# About the lists themselves: every user in recs counts, in truth or not. L@K is the user's
+# recs in descending score. docs/beyond.md.
+
+
+def _beyond(
+    name: str,
+    description: str,
+    formula: str,
+    *,
+    params: tuple[Param, ...] = (),
+    aliases: tuple[str, ...] = (),
+    higher_is_better: bool = True,
+    bounds: tuple[float, float] = (0.0, 1.0),
+    references: tuple[str, ...] = (),
+    variants: str = "",
+    properties: frozenset[str] = frozenset({"bounded01", "order_invariant"}),
+) -> MetricSpec:
+    return register(
+        MetricSpec(
+            name=name,
+            description=description,
+            formula=formula,
+            params=params,
+            aliases=aliases,
+            higher_is_better=higher_is_better,
+            bounds=bounds,
+            family="beyond",
+            references=references,
+            variants=variants,
+            properties=properties,
+        )
+    )
+
+
+COVERAGE = _beyond(
+    "coverage",
+    "Catalog coverage: the share of the catalog that appears in at least one top-K list.",
+    "|union_u L@K| / |catalog|",
+    aliases=("catalog_coverage", "item_coverage", "itemcoverage"),
+    references=("Ge et al., Beyond accuracy (RecSys 2010)", "RecBole ItemCoverage"),
+    variants="equals RecBole itemcoverage@K when the catalog is the same",
+)
+ILS = _beyond(
+    "ils",
+    "Intra-list similarity: each user's mean pairwise item similarity in L@K (users with "
+    "fewer than 2 items left out), averaged over users.",
+    "2 / (K'(K'-1)) sum_{i<j in L@K} sim(i, j)",
+    aliases=("intra_list_similarity",),
+    higher_is_better=False,
+    bounds=(-math.inf, math.inf),
+    references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
+    properties=frozenset({"similarity_bounded", "order_invariant"}),
+)
+DIVERSITY = _beyond(
+    "diversity",
+    "Intra-list diversity: 1 - ils@K.",
+    "1 - ils@K",
+    aliases=("intra_list_diversity",),
+    bounds=(-math.inf, math.inf),
+    references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
+    properties=frozenset({"similarity_bounded", "order_invariant"}),
+)
+NOVELTY = _beyond(
+    "novelty",
+    "Mean self-information of the recommended items, from their popularity in train (items "
+    "absent from train count as popularity 1: self-information log2(n_users)).",
+    "mean over i in L@K of -log2(pop(i) / n_users), pop = train users of i",
+    aliases=("self_information",),
+    bounds=(0.0, math.inf),
+    references=("Zhou et al., PNAS (2010)",),
+    properties=frozenset({"nonnegative", "order_invariant"}),
+)
+ARP = _beyond(
+    "arp",
+    "Average recommendation popularity: the mean train popularity of the items in L@K.",
+    "mean over i in L@K of pop(i)",
+    aliases=("average_popularity", "averagepopularity"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=(
+        "Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",
+        "RecBole AveragePopularity",
+    ),
+    variants="equals RecBole averagepopularity@K with popularity = distinct train users",
+    properties=frozenset({"nonnegative", "order_invariant"}),
+)
+GINI = _beyond(
+    "gini",
+    "Gini index of item exposure: appearances in the top-K lists over every catalog item, "
+    "zeros included (0 = equal exposure).",
+    "sum_i (2i - n - 1) x_(i) / (n sum x), x ascending, n = |catalog|",
+    aliases=("gini_index", "giniindex"),
+    higher_is_better=False,
+    references=("RecBole GiniIndex",),
+    variants="equals RecBole giniindex@K when the catalog is the same",
+)
+ENTROPY = _beyond(
+    "entropy",
+    "Shannon entropy (bits) of item exposure in the top-K lists: distributional coverage.",
+    "-sum_i p_i log2 p_i, p_i = appearances of i / all appearances",
+    aliases=("shannon_entropy", "shannonentropy"),
+    bounds=(0.0, math.inf),
+    references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
+    variants="RecBole shannonentropy@K is the mean of -p ln p over recommended items instead",
+    properties=frozenset({"nonnegative", "order_invariant"}),
+)
+LONG_TAIL = _beyond(
+    "long_tail",
+    "Share of recommended items in the long tail: outside the head, the most popular train "
+    "items that together make up the `head` share of train interactions (an item is in the "
+    "head when the items strictly more popular than it make up less than that share; items "
+    "absent from train are in the tail).",
+    "mean over i in L@K of [i not in head]",
+    params=(
+        Param(
+            "head",
+            0.2,
+            "fraction",
+            "share of train interactions that the head (most popular items first) makes up",
+        ),
+    ),
+    aliases=("long_tail_share",),
+    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
+)

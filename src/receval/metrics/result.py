@@ -1,0 +1,182 @@
+"""The result of an evaluation: means, per-user values, counts and settings."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import polars as pl
+
+from receval.metrics.registry import Metric, parse_metric
+
+__all__ = ["Counts", "Result"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many users the evaluation saw, by kind (docs/metrics.md, "Users").
+
+    Attributes
+    ----------
+    evaluated:
+        Users in truth with at least one relevant item (relevance >= the threshold).
+    no_recs:
+        Evaluated users with no recommendations (scored 0, left out or an error, by policy).
+    no_relevant:
+        Users in truth with no relevant item: left out of every mean.
+    recs_not_in_truth:
+        Users with recommendations who are not in truth: left out of accuracy metrics.
+    recs_in_train:
+        Recommendation rows of users in truth whose item the user already has in ``train``
+        (an item seen in training is rarely in the test set, so such rows seldom count as
+        hits); None when no ``train`` is given.
+    """
+
+    evaluated: int
+    no_recs: int
+    no_relevant: int
+    recs_not_in_truth: int
+    recs_in_train: int | None = None
+
+    def to_dict(self) -> dict[str, int | None]:
+        """The counts as a plain dict (``recs_in_train`` None without ``train``)."""
+        return asdict(self)
+
+    def __repr__(self) -> str:
+        """The counts, ``recs_in_train`` only when a ``train`` was given."""
+        shown = {k: v for k, v in asdict(self).items() if k != "recs_in_train" or v is not None}
+        return f"Counts({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+class Result(Mapping[str, float]):
+    """Means and per-user values of the requested metrics.
+
+    ``result[name]`` accepts any spelling of a metric the grammar accepts
+    (``result["NDCG @ 10"]``, ``result["ap@100"]`` for ``map@100``) and returns a Python
+    float. The result is a read-only mapping from canonical metric names to means.
+    """
+
+    def __init__(
+        self,
+        metrics: tuple[Metric, ...],
+        means: dict[str, float],
+        per_user: pl.DataFrame,
+        counts: Counts,
+        settings: dict[str, Any],
+        details: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self._metrics = metrics
+        self._means = means
+        self._per_user = per_user
+        self._counts = counts
+        self._settings = settings
+        self._details = details or {}
+
+    def __getitem__(self, name: str) -> float:
+        if isinstance(name, str) and name in self._means:  # a canonical name: no parsing
+            return self._means[name]
+        try:
+            key = parse_metric(name).canonical
+        except ValueError:
+            raise KeyError(name) from None
+        if key not in self._means:
+            msg = f"{name!r} ({key}) was not evaluated; evaluated: {', '.join(self._means)}"
+            raise KeyError(msg)
+        return self._means[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._means)
+
+    def __len__(self) -> int:
+        return len(self._means)
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """Canonical names of the evaluated metrics, in request order."""
+        return tuple(m.canonical for m in self._metrics)
+
+    @property
+    def means(self) -> dict[str, float]:
+        """Canonical name -> mean over the users evaluated by that metric."""
+        return dict(self._means)
+
+    @property
+    def per_user(self) -> pl.DataFrame:
+        """The user column, then one Float64 column per metric (null: user not evaluated)."""
+        return self._per_user
+
+    @property
+    def counts(self) -> Counts:
+        """Users evaluated, without recs, without relevant items, and recs users not in truth."""
+        return self._counts
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The options the evaluation ran with: ``ties``, ``relevance_threshold``,
+        ``no_recs`` and ``relevance_col``, truth's relevance column (None: every truth row had
+        relevance 1)."""
+        return dict(self._settings)
+
+    @property
+    def details(self) -> dict[str, dict[str, Any]]:
+        """Canonical name -> facts about how that metric was computed, for the metrics that
+        have any: users skipped (``gauc``: one class only), rows without a prediction (rating
+        metrics), the catalog used (``coverage``, ``gini``), ..."""
+        return {k: dict(v) for k, v in self._details.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"metrics": {...}, "counts": {...}, "settings": {...}}``, plus ``"details"``
+        when a metric has any."""
+        doc: dict[str, Any] = {
+            "metrics": dict(self._means),
+            "counts": self._counts.to_dict(),
+            "settings": dict(self._settings),
+        }
+        if self._details:
+            doc["details"] = self.details
+        return doc
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """The :meth:`to_dict` document as JSON (NaN is written as null)."""
+        doc = self.to_dict()
+        doc["metrics"] = {k: (None if math.isnan(v) else v) for k, v in doc["metrics"].items()}
+        return json.dumps(doc, indent=indent)
+
+    def _repr_html_(self) -> str:
+        """A table of the means (with each metric's details) and the counts, for notebooks."""
+
+        def detail(name: str) -> str:
+            facts = self._details.get(name, {})
+            return html.escape(", ".join(f"{k}={v}" for k, v in facts.items()))
+
+        rows = "".join(
+            f"<tr><td>{html.escape(k)}</td><td>{v:.6f}</td>"
+            + (f"<td>{detail(k)}</td>" if self._details else "")
+            + "</tr>"
+            for k, v in self._means.items()
+        )
+        head = "<th>metric</th><th>value</th>" + ("<th>details</th>" if self._details else "")
+        c = self._counts
+        return (
+            f"<table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+            f"<p>users: {c.evaluated} evaluated, {c.no_recs} without recs, {c.no_relevant} "
+            f"without relevant items, {c.recs_not_in_truth} recs users not in truth"
+            + ("" if c.recs_in_train is None else f", {c.recs_in_train} recs rows in train")
+            + f"; ties={html.escape(str(self._settings.get('ties')))}</p>"
+        )
+
+    def __repr__(self) -> str:
+        width = max(len(k) for k in self._means)
+        lines = [f"  {k:<{width}}  {v:.6f}" for k, v in self._means.items()]
+        c = self._counts
+        lines.append(
+            f"  users: {c.evaluated} evaluated, {c.no_recs} without recs, "
+            f"{c.no_relevant} without relevant items, {c.recs_not_in_truth} recs users not in truth"
+            + ("" if c.recs_in_train is None else f", {c.recs_in_train} recs rows in train")
+        )
+        return "Result(\n" + "\n".join(lines) + "\n)"

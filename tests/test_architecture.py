@@ -1,0 +1,154 @@
+"""The package's layering (docs/architecture.md): no import cycle, no module importing a layer
+above its own, no function-level import of a receval module (the way a cycle is dodged), and
+every module placed in a layer. The layers are read from pyproject.toml's import-linter
+contract, which import-linter itself also checks here."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import grimp
+import pytest
+from importlinter.cli import lint_imports
+
+import receval
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path(receval.__file__).resolve().parent
+CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+LAYERS: list[str] = next(c for c in CONFIG["contracts"] if c["type"] == "layers")["layers"]
+# The package root and the modules that only re-export a public name sit above every layer.
+TOP = {"receval", "receval.plot", "receval.datasets", "receval._version"}
+# Function-level imports that are allowed: torch is optional, its scan imports it on use.
+LATE_ALLOWED = {"receval.kernels.model_torch"}
+
+
+def layer_of(module: str) -> int | None:
+    """The index of ``module``'s layer in :data:`LAYERS` (0 is the top), or None."""
+    for i, name in enumerate(LAYERS):
+        if module == name or module.startswith(name + "."):
+            return i
+    return None
+
+
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("receval", exclude_type_checking_imports=True)
+
+
+def upward_imports(g: grimp.ImportGraph) -> list[tuple[str, str]]:
+    """Direct imports from a module to one in a higher layer."""
+    found = []
+    for module in sorted(g.modules):
+        low = layer_of(module)
+        for imported in sorted(g.find_modules_directly_imported_by(module)):
+            high = layer_of(imported)
+            if low is not None and high is not None and high < low:
+                found.append((module, imported))
+    return found
+
+
+def cycles(g: grimp.ImportGraph) -> list[list[str]]:
+    """The import graph's strongly connected components of more than one module (Tarjan)."""
+    adjacency = {m: sorted(g.find_modules_directly_imported_by(m)) for m in sorted(g.modules)}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in adjacency[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in adjacency:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_import_linter_contracts_are_kept() -> None:
+    assert lint_imports(str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == 0
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    assert upward_imports(graph()) == []
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    assert cycles(graph()) == []
+
+
+def test_the_checks_find_a_planted_violation() -> None:
+    """The two checks above can fail: an import from the kernels up to the engines is an
+    upward import, and one back from the kernels to a module that imports them closes a
+    cycle."""
+    g = graph()
+    g.add_import(importer="receval.kernels.ranking", imported="receval.engines.local")
+    assert ("receval.kernels.ranking", "receval.engines.local") in upward_imports(g)
+    assert any("receval.kernels.ranking" in c and "receval.engines.local" in c for c in cycles(g))
+
+
+def test_every_module_has_a_layer() -> None:
+    unplaced = sorted(m for m in graph().modules if layer_of(m) is None and m not in TOP)
+    assert unplaced == []
+
+
+def late_imports(path: Path) -> list[str]:
+    """Modules of receval imported inside a function or class of ``path`` (not under
+    ``if TYPE_CHECKING``)."""
+    tree = ast.parse(path.read_text())
+    found = []
+
+    def walk(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if nested and isinstance(child, ast.ImportFrom) and child.level == 0:
+                if (child.module or "").split(".")[0] == "receval":
+                    found.append(child.module or "")
+            if nested and isinstance(child, ast.Import):
+                found.extend(a.name for a in child.names if a.name.split(".")[0] == "receval")
+            inner = nested or isinstance(
+                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+            )
+            walk(child, inner)
+
+    walk(tree, False)
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
+)
+def test_no_function_level_import_of_receval(path: Path) -> None:
+    late = [m for m in late_imports(path) if m not in LATE_ALLOWED]
+    assert late == [], f"{path.relative_to(PACKAGE)}: import {late} at the top of the module"
+
+
+def test_relative_imports_are_not_used() -> None:
+    """Absolute imports name each module's layer where it is imported."""
+    relative = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level > 0:
+                relative.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert relative == []
