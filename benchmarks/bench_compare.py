@@ -10,11 +10,12 @@ Data: per-user values of ``--models`` models on the same users (a model's values
 baseline drawn from a Beta distribution plus a small shift and noise, clipped to [0, 1], as
 per-user NDCG would be). Timed, best of ``--repeat``:
 
-* ``bootstrap`` - :func:`receval.compare.stats.bootstrap_ci` (BCa) of every model's mean at once
+* ``bootstrap`` - :func:`receval.comparison.stats.bootstrap_ci` (BCa) of every model's mean at once
   (one shared resample-count matrix per chunk, reduced by a matrix product);
 * ``naive bootstrap`` - per resample: draw indices, gather each model's values, mean. Timed on
   ``--naive-resamples`` resamples and scaled linearly to ``--resamples`` (it is linear);
-* ``randomization`` - :func:`receval.compare.stats.randomization` of each model against the first;
+* ``randomization`` - :func:`receval.comparison.stats.randomization` of each model against
+  the first;
 * ``naive randomization`` - per permutation: draw signs, sum; timed on a fraction, scaled;
 * ``paired t`` and ``wilcoxon`` (scipy) of each model against the first.
 """
@@ -29,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from receval.compare.stats import bootstrap_ci, paired_t, randomization, wilcoxon
+from receval.comparison.stats import bootstrap_ci, paired_t, randomization, wilcoxon
 
 
 def make_values(users: int, models: int, seed: int) -> np.ndarray:

@@ -122,9 +122,9 @@ def late_imports(path: Path) -> list[str]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 continue
-            if nested and isinstance(child, ast.ImportFrom) and child.level == 0:
-                if (child.module or "").split(".")[0] == "receval":
-                    found.append(child.module or "")
+            module = (child.module or "") if isinstance(child, ast.ImportFrom) else ""
+            if nested and module.split(".")[0] == "receval":
+                found.append(module)
             if nested and isinstance(child, ast.Import):
                 found.extend(a.name for a in child.names if a.name.split(".")[0] == "receval")
             inner = nested or isinstance(

@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-import receval.compare.report
+import receval.comparison.report
 from receval.cli import app
 
 runner = CliRunner()
@@ -151,7 +151,7 @@ def test_report_from_config_equals_flags(
     files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     when = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
-    monkeypatch.setattr(receval.compare.report, "utc_now", lambda: when)
+    monkeypatch.setattr(receval.comparison.report, "utc_now", lambda: when)
     text = TOML.replace("[runs]", f'title = "From a file"\noutput = "{tmp_path}/c.html"\n\n[runs]')
     config = _config(files["truth"].parent, text, "report.toml")
     out = runner.invoke(app, ["report", "--config", str(config), "--no-progress"])

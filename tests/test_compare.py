@@ -12,7 +12,7 @@ from scipy import stats
 
 import receval
 from receval import InputError
-from receval.compare.stats import bootstrap_ci, correct
+from receval.comparison.stats import bootstrap_ci, correct
 
 # 12 users; u12 has no relevant item (left out), u11 has no recs in model "b" (scored 0),
 # "c" never recommends for u10 and u11, and evaluate(no_recs="skip") then leaves them out.
@@ -152,7 +152,7 @@ def test_micro_average_is_mean_only() -> None:
     cmp = receval.compare(TRUTH, RUNS, ["recall(average=micro)@2", "recall@2"])
     row = cmp.cell("b", "recall(average=micro)@2")
     assert row["ci_low"] is None and row["p_value"] is None
-    assert row["note"] == receval.compare.comparison.NOTE_WEIGHTED
+    assert row["note"] == receval.comparison.compare.NOTE_WEIGHTED
     assert row["mean"] == cmp.results["b"]["recall(average=micro)@2"]
     assert cmp.cell("b", "recall@2")["p_value"] is not None
     # the correction counts only the real tests (2 of them)
@@ -161,7 +161,7 @@ def test_micro_average_is_mean_only() -> None:
 
 
 def test_global_metric_kind_without_per_user_column() -> None:
-    from receval.compare.comparison import _kind
+    from receval.comparison.compare import _kind
 
     res = receval.evaluate(TRUTH, RUNS["a"], ["mrr"])
     metric = receval.parse_metric("mrr")

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 import receval
 from receval import InputError
 from receval.cli import app
-from receval.compare.report import best_models
+from receval.comparison.report import best_models
 from receval.datasets import make_interactions
 from receval.plot import MAX_KS
 

@@ -59,7 +59,7 @@ def test_markdown(cmp: receval.Comparison) -> None:
 
 
 def test_markdown_lower_is_better_bold() -> None:
-    from receval.compare.report import best_models
+    from receval.comparison.report import best_models
 
     class Fake:
         metric_specs = (receval.parse_metric("mrr"),)

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import receval
-import receval.compare.report
+import receval.comparison.report
 from receval.cli import app
 
 WHEN = datetime(2024, 5, 6, 7, 8, 9, tzinfo=UTC)
@@ -24,7 +24,7 @@ IMAGE = "data:image/png;base64,"
 
 @pytest.fixture(autouse=True)
 def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(receval.compare.report, "utc_now", lambda: WHEN)
+    monkeypatch.setattr(receval.comparison.report, "utc_now", lambda: WHEN)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_curves_are_the_metric_at_k_of_the_inputs(data: receval.datasets.Interac
     assert inputs is not None
     assert inputs["truth"] is data.truth and inputs["runs"]["model"] is data.recs
     assert inputs["options"] == {"ties": "first"}
-    figures = receval.compare.report.curve_figures(cmp)
+    figures = receval.comparison.report.curve_figures(cmp)
     assert list(figures) == ["recall@K, K = 1..5", "ROC curves"]  # one curve per base metric
     expected = receval.plot.metric_at_k(data.truth, runs, "recall", ks=5, ties="first")
     got = figures["recall@K, K = 1..5"].axes[0].get_lines()
@@ -135,7 +135,7 @@ def test_provenance_of_objects(data: receval.datasets.Interactions, tmp_path: Pa
         ("bootstrap", "90% percentile interval, 500 user-level resamples, seed 7"),
         *_versions(),
     ]
-    assert receval.compare.report.provenance(cmp) == facts
+    assert receval.comparison.report.provenance(cmp) == facts
     md = cmp.to_markdown()
     block = "\n".join(["Provenance:", "", *[f"- {k}: {v}" for k, v in facts]]) + "\n"
     assert md.endswith("\n\n" + block)
@@ -150,7 +150,7 @@ def test_provenance_of_paths(data: receval.datasets.Interactions, tmp_path: Path
     data.recs.write_parquet(a)
     cmp = receval.compare(str(truth), {"a": a, "b": data.recs.to_pandas()}, "ndcg@3",
                           n_resamples=100, ties="trec")  # fmt: skip
-    facts = dict(receval.compare.report.provenance(cmp))
+    facts = dict(receval.comparison.report.provenance(cmp))
     assert facts["truth"] == str(truth) and facts["run a"] == str(a)
     assert facts["run b"] == f"pandas DataFrame, {data.recs.height:,} rows"
     assert facts["ties"] == "trec" and "id_type" not in facts
@@ -162,12 +162,12 @@ def test_provenance_of_paths(data: receval.datasets.Interactions, tmp_path: Path
 
 def test_date_is_utc(monkeypatch: pytest.MonkeyPatch) -> None:
     paris = datetime(2024, 5, 6, 9, 8, 9, tzinfo=timezone(timedelta(hours=2)))
-    monkeypatch.setattr(receval.compare.report, "utc_now", lambda: paris)
+    monkeypatch.setattr(receval.comparison.report, "utc_now", lambda: paris)
     cmp = receval.compare({"u": {"a": 1}}, {"m": {"u": {"a": 1.0}}}, "mrr", n_resamples=10)
-    assert dict(receval.compare.report.provenance(cmp))["date"] == DATE
-    assert receval.compare.report.utc_now() is paris
+    assert dict(receval.comparison.report.provenance(cmp))["date"] == DATE
+    assert receval.comparison.report.utc_now() is paris
     monkeypatch.undo()
-    now = receval.compare.report.utc_now()
+    now = receval.comparison.report.utc_now()
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
 
 
@@ -175,8 +175,8 @@ def test_comparison_without_inputs() -> None:
     """A Comparison built directly has no inputs: no curves, inputs 'not recorded'."""
     cmp = receval.compare({"u": {"a": 1}}, {"m": {"u": {"a": 1.0}}}, "ndcg@3", n_resamples=10)
     bare = receval.Comparison(cmp.table, cmp.results, cmp.baseline, cmp.metric_specs, cmp.settings)
-    assert bare.inputs is None and receval.compare.report.curve_figures(bare) == {}
-    facts = dict(receval.compare.report.provenance(bare))
+    assert bare.inputs is None and receval.comparison.report.curve_figures(bare) == {}
+    facts = dict(receval.comparison.report.provenance(bare))
     assert facts["truth"] == "not recorded" and facts["run m"] == "not recorded"
 
 

@@ -1,4 +1,4 @@
-"""Statistics of model comparison (receval.compare.stats) against scipy and cases with a known
+"""Statistics of model comparison (receval.comparison.stats) against scipy and cases with a known
 answer."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from receval import InputError
-from receval.compare.stats import (
+from receval.comparison.stats import (
     bootstrap_ci,
     bootstrap_means,
     cohens_d,
@@ -208,7 +208,7 @@ def test_bootstrap_means_reproducible_and_vectorised_equals_naive() -> None:
 
 
 def test_bootstrap_chunking_does_not_change_draws(monkeypatch: pytest.MonkeyPatch) -> None:
-    import receval.compare.stats as S
+    import receval.comparison.stats as S
 
     x = np.random.default_rng(2).random(50)
     whole = bootstrap_ci(x, n_resamples=300, seed=1)

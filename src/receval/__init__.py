@@ -46,7 +46,7 @@ from receval.arrays.classification import (
     roc_curve,
 )
 from receval.arrays.rating import mae, mse, nmae, r2, rmse
-from receval.compare.comparison import Comparison, compare
+from receval.comparison.compare import Comparison, compare
 from receval.data.io import read_trec_qrels, read_trec_run
 from receval.engines.model import FactorModel, ScoreModel, topk
 from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate

@@ -65,8 +65,8 @@ from receval.cli.model_io import factor_model, load_ids, model_options
 from receval.data.datasets import make_interactions, make_train
 from receval.data.io import check_output_path, check_outputs, write_frame
 from receval.data.layout import check_id_type
-from receval.engines.model import topk
 from receval.engines import spark as spark_engine
+from receval.engines.model import topk
 from receval.evaluation import evaluate
 from receval.metrics.registry import MetricSpec, list_metrics
 from receval.metrics.result import Result

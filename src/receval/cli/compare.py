@@ -44,15 +44,15 @@ from receval.cli.common import (
 from receval.cli.common import fail as _fail
 from receval.cli.common import out as _out
 from receval.cli.config import COMPARE_KEYS, REPORT_KEYS, load_config
-from receval.compare import plots as plot
-from receval.compare.comparison import compare
-from receval.compare.plots import MAX_KS
-from receval.compare.report import best_models, format_p, legend
+from receval.comparison import plots as plot
+from receval.comparison.compare import compare
+from receval.comparison.plots import MAX_KS
+from receval.comparison.report import best_models, format_p, legend
 from receval.data.io import check_outputs, write_frame, write_text
 from receval.evaluation import evaluate
 
 if TYPE_CHECKING:
-    from receval.compare.comparison import Comparison
+    from receval.comparison.compare import Comparison
 
 __all__ = ["register_compare_commands"]
 

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 
 from receval._errors import InputError
 from receval._version import __version__
-from receval.compare import plots as plot
+from receval.comparison import plots as plot
 from receval.data.io import check_output_path, write_text
 from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
-    from receval.compare.comparison import Comparison
+    from receval.comparison.compare import Comparison
 
 __all__ = [
     "best_models",

@@ -18,8 +18,8 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, about
-from receval.compare.report import html_tables, text_table, to_latex, to_markdown, write_html
-from receval.compare.stats import (
+from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
+from receval.comparison.stats import (
     CiMethod,
     Correction,
     TestName,

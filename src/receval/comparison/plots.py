@@ -47,7 +47,7 @@ from receval.metrics.registry import parse_metric
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from receval.compare.comparison import Comparison
+    from receval.comparison.compare import Comparison
     from receval.metrics.result import Result
 
 __all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc"]
