@@ -49,6 +49,7 @@ from receval.arrays.rating import mae, mse, nmae, r2, rmse
 from receval.comparison.compare import Comparison, compare
 from receval.data.io import read_trec_qrels, read_trec_run
 from receval.engines.model import FactorModel, ScoreModel, topk
+from receval.engines.stream import Evaluator
 from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate
 from receval.kernels import pools as _pools
 from receval.metrics.registry import Metric, MetricSpec, Param, list_metrics, parse_metric
@@ -62,6 +63,7 @@ __all__ = [
     "ConfusionMatrix",
     "Counts",
     "EngineError",
+    "Evaluator",
     "FactorModel",
     "GaucWeight",
     "InputError",

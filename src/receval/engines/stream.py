@@ -1,0 +1,504 @@
+"""Streaming evaluation: blocks of users in, one :class:`~receval.Result` out.
+
+:class:`Evaluator` takes truth and recommendations block by block (a training loop's
+validation batches, the row groups of files larger than memory), evaluates each block with
+the shard code of the distributed engines (:func:`receval.engines.shard.run_shard`: the local
+engine's own layout and families) and keeps only mergeable states
+(:mod:`receval.families.states`): per-user values, exact expansions of every sum, and the
+global states of ``auc`` / ``average_precision`` over rows, exposure and ratings.
+:meth:`Evaluator.compute` merges them as the Spark engine merges its shards, so the Result
+equals :func:`receval.evaluate`'s on all the rows, bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from receval._errors import InputError
+from receval.data.io import Inputs
+from receval.data.layout import IdTypeArg, cast_ids, check_column_names, check_id_type
+from receval.engines.shard import (
+    Merger,
+    ShardOutput,
+    ShardSpec,
+    Sources,
+    build_context,
+    run_shard,
+    spec_of,
+    sstot_parts,
+)
+from receval.families import beyond as B
+from receval.families.contract import (
+    NoRecsPolicy,
+    TiesPolicy,
+    check_policies,
+    warn_unused_relevance,
+)
+from receval.families.states import (
+    ExposureCounts,
+    RatingHistogram,
+    ScoreHistogram,
+    compact_expansions,
+)
+from receval.metrics.registry import Metric
+from receval.metrics.result import Result
+
+__all__ = ["Evaluator"]
+
+_SHOW = 5
+
+
+def _concat_ids(series: list[pl.Series]) -> pl.Series:
+    """Id columns as one Series: integers of different widths as Int64; ids of different
+    kinds (integers and text) raise."""
+    kept = [x for x in series if x.dtype != pl.Null]
+    if not kept:
+        return series[0] if series else pl.Series([], dtype=pl.Int64)
+    dtypes = {x.dtype for x in kept}
+    if len(dtypes) > 1:
+        if all(d.is_integer() for d in dtypes):
+            kept = [x.cast(pl.Int64) for x in kept]
+        else:
+            names = ", ".join(sorted(str(d) for d in dtypes))
+            msg = (
+                f"user ids come as {names} in truth and recs or across blocks; give every "
+                "block the same id type (or pass id_type)."
+            )
+            raise InputError(msg)
+    return pl.concat(kept)
+
+
+class Evaluator:
+    """Evaluate blocks of users as they arrive; :meth:`compute` gives the Result of all.
+
+    Every block holds **whole users**: all the truth rows and all the recommendation rows of
+    each of its users (a user seen in an earlier block raises). With ``sorted_by_user=True``
+    the blocks may cut a user in two, provided the rows arrive sorted by user id: the rows of
+    each block's last user are then held back and evaluated with the next block.
+
+    Options are :func:`receval.evaluate`'s (file inputs, ``columns`` and ``input_format`` of
+    ``train`` and ``items`` included). ``nmae`` needs ``rating_range`` (the range observed in
+    truth is known only after the last block). ``train`` and ``items`` are read once, here.
+
+    Memory is the state, not the rows: one row per user (its per-user values), a few
+    floats per exact sum, and for ``auc`` / ``average_precision`` over rows the distinct
+    scores with their class counts, for ``coverage`` / ``gini`` / ``entropy`` the exposure of
+    each item recommended.
+
+    Examples
+    --------
+    >>> import receval
+    >>> ev = receval.Evaluator(["ndcg@2", "recall@1"])
+    >>> ev.update({"u1": {"a": 3, "b": 1}}, {"u1": {"b": 0.9, "a": 0.5, "z": 0.1}})
+    >>> ev.update({"u2": {"c": 1}}, {"u2": {"c": 0.7, "y": 0.2}})
+    >>> res = ev.compute()
+    >>> round(res["ndcg@2"], 4), res["recall@1"]
+    (0.8984, 0.75)
+    """
+
+    def __init__(
+        self,
+        metrics: str | Metric | Iterable[str | Metric],
+        *,
+        user_col: str = "user",
+        item_col: str = "item",
+        score_col: str = "score",
+        rank_col: str | None = None,
+        relevance_col: str | None = None,
+        ties: TiesPolicy = "expected",
+        relevance_threshold: float = 1,
+        no_recs: NoRecsPolicy = "zero",
+        train: Any = None,
+        items: Any = None,
+        item_features: str | list[str] | Callable[[Any, Any], float] | None = None,
+        rating_range: tuple[float, float] | None = None,
+        id_type: IdTypeArg = "auto",
+        columns: Mapping[str, Mapping[str, str]] | Iterable[str] | None = None,
+        input_format: str | Mapping[str, str] | None = None,
+        sorted_by_user: bool = False,
+    ) -> None:
+        check_policies(ties, no_recs)
+        if not isinstance(sorted_by_user, bool):
+            msg = f"sorted_by_user must be True or False; got {sorted_by_user!r}."
+            raise InputError(msg)
+        order_option = "score_col" if rank_col is None else "rank_col"
+        ids = {"user_col": user_col, "item_col": item_col}
+        check_column_names(
+            {**ids, order_option: score_col if rank_col is None else rank_col}, "recs"
+        )
+        if relevance_col is not None:
+            check_column_names({**ids, "relevance_col": relevance_col}, "truth")
+        self._inputs = Inputs.of(columns, input_format, user_col, item_col)
+        self._kinds = check_id_type(id_type)
+        self._relevance_col = relevance_col
+        self._order_col = score_col if rank_col is None else rank_col
+        self._sorted = sorted_by_user
+        # the request, checked as evaluate checks it; has_relevance is set by the first block
+        self._spec = spec_of(
+            metrics, user_col=user_col, item_col=item_col, score_col=score_col,
+            rank_col=rank_col, relevance_col=relevance_col, has_relevance=relevance_col is not None,
+            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+        )  # fmt: skip
+        self._plan = self._spec.plan
+        if any(m.name == "nmae" for m in self._plan) and rating_range is None:
+            msg = (
+                "nmae needs rating_range=(r_min, r_max) when evaluating in blocks: the range "
+                "observed in truth is known only after the last block."
+            )
+            raise InputError(msg)
+        self._options: dict[str, Any] = {
+            "train": train, "items": items, "item_features": item_features,
+            "rating_range": rating_range,
+        }  # fmt: skip
+        self._context: dict[str, Any] | None = None  # built with the first block
+        self._kind: type[pl.DataType] | None = None  # item ids: pl.String or pl.Int64
+        self._train: pl.DataFrame | None = None
+        self._has_relevance: bool | None = None
+        self._merger = Merger(self._spec)
+        self._frames: list[pl.DataFrame] = []
+        self._scored = ScoreHistogram(len(self._spec.thresholds()))
+        self._exposure: dict[int | None, ExposureCounts] = {}
+        self._ratings = RatingHistogram()
+        self._in_train = [0, 0]
+        self._users: list[pl.Series] = []  # users seen, one Series per block
+        self._items: list[pl.Series] = []  # items of truth and recs (the catalog)
+        self._rows = [0, 0]
+        self._carry: tuple[pl.DataFrame, pl.DataFrame] | None = None
+        self._blocks = 0
+
+    # ------------------------------------------------------------------------------ update
+
+    def update(self, truth: Any, recs: Any) -> None:
+        """Evaluate one block: ``truth`` and ``recs`` (any source :func:`receval.evaluate`
+        takes) holding every row of their users."""
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
+        r = self._inputs.read(recs, "recs", self._order_col)
+        t, r = self._typed(t, r)
+        if self._carry is not None:
+            t = pl.concat([self._carry[0], t], how="vertical_relaxed")
+            r = pl.concat([self._carry[1], r], how="vertical_relaxed")
+            self._carry = None
+        if self._sorted:
+            t, r = self._hold_last_user(t, r, user_col)
+        if t.height == 0 and r.height == 0:
+            return
+        self._check_new_users(t, r, user_col, ordered=self._sorted)
+        if self._context is None:
+            self._start(t, r)
+        assert self._context is not None and self._kind is not None
+        context = dict(self._context)
+        if "items" not in context:  # the block's catalog: its items (+ train's); codes -> ids
+            ids = [t[item_col].cast(self._kind), r[item_col].cast(self._kind)]
+            if self._train is not None:
+                ids.append(self._train[item_col])
+            context["_catalog"] = pl.concat(ids).unique().sort()
+        block_spec = ShardSpec(**{**self._spec.__dict__, "options": context})
+        out = run_shard(block_spec, t, r)
+        self._absorb(out, context, t, r)
+
+    def _typed(self, t: pl.DataFrame, r: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Truth with its relevance column (1.0 when it has none) and ids cast as
+        ``id_type`` asks."""
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        rel = self._relevance_col or "relevance"
+        has = self._relevance_col is not None or rel in t.columns
+        if self._has_relevance is None:
+            self._has_relevance = has
+            self._spec = ShardSpec(**{**self._spec.__dict__, "has_relevance": has})
+            self._merger.spec = self._spec
+            if not has:
+                warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=4)
+        elif has != self._has_relevance:
+            msg = (
+                f"truth blocks disagree on the relevance column {rel!r}: the first block "
+                f"{'had' if self._has_relevance else 'had no'} such column, this one "
+                f"{'has' if has else 'has none'}; give every block the same columns."
+            )
+            raise InputError(msg)
+        if not has and user_col in t.columns and item_col in t.columns:
+            t = t.select(user_col, item_col).with_columns(pl.lit(1.0).alias(rel))
+        kinds = {user_col: self._kinds["user"], item_col: self._kinds["item"]}
+        if all(c in t.columns for c in (user_col, item_col)) and t.height:
+            t = cast_ids(t, "truth", kinds)
+        if all(c in r.columns for c in (user_col, item_col)) and r.height:
+            r = cast_ids(r, "recs", kinds)
+        return t, r
+
+    def _hold_last_user(
+        self, t: pl.DataFrame, r: pl.DataFrame, user_col: str
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """Keep back the rows of the block's last user (sorted blocks) for the next block."""
+        users = _concat_ids([t[user_col], r[user_col]])
+        if users.len() == 0:
+            return t, r
+        last = users.max()
+        self._carry = (t.filter(pl.col(user_col) == last), r.filter(pl.col(user_col) == last))
+        return t.filter(pl.col(user_col) != last), r.filter(pl.col(user_col) != last)
+
+    def _check_new_users(
+        self, t: pl.DataFrame, r: pl.DataFrame, user_col: str, *, ordered: bool
+    ) -> None:
+        """Raise when a user of this block was in an earlier one (or, sorted, comes too late)."""
+        block = _concat_ids([t[user_col], r[user_col]]).unique()
+        if self._users:
+            seen = _concat_ids(self._users)
+            if seen.dtype != block.dtype:
+                if seen.dtype.is_integer() and block.dtype.is_integer():
+                    seen, block = seen.cast(pl.Int64), block.cast(pl.Int64)
+                else:
+                    msg = (
+                        f"user ids of this block are {block.dtype}, those of earlier blocks "
+                        f"{seen.dtype}; give every block the same id type (or pass id_type)."
+                    )
+                    raise InputError(msg)
+            again = block.filter(block.is_in(seen.implode()))
+            if again.len():
+                shown = again.sort().head(_SHOW).to_list()
+                how = (
+                    "blocks must arrive sorted by user id (sorted_by_user=True)"
+                    if ordered
+                    else "every block must hold all the rows of its users, or pass "
+                    "sorted_by_user=True when the rows arrive sorted by user"
+                )
+                msg = (
+                    f"{again.len()} user(s) of this block were in an earlier block, e.g. "
+                    f"{shown}; {how}."
+                )
+                raise InputError(msg)
+            if ordered and block.len() and block.min() < seen.max():  # type: ignore[operator]
+                msg = (
+                    f"sorted_by_user=True: this block starts at user {block.min()!r}, below "
+                    f"user {seen.max()!r} of an earlier block; the rows must arrive sorted by "
+                    "user id."
+                )
+                raise InputError(msg)
+        self._users.append(block)
+
+    def _start(self, t: pl.DataFrame, r: pl.DataFrame) -> None:
+        """The context of every block (train popularity, the item table), from the first."""
+        inputs = self._inputs
+        user_col, item_col = inputs.user_col, inputs.item_col
+        kind_of = r if r.height else t
+        self._kind = pl.String if kind_of.schema.get(item_col) == pl.String else pl.Int64
+        kind = self._kind
+        train = self._options["train"]
+        if train is not None:
+            self._train = B.read_train(
+                train, user_col, item_col, kind, self._kinds, inputs=inputs, unify=True
+            )
+
+        def truth_range() -> tuple[float, float]:  # pragma: no cover - nmae needs rating_range
+            msg = "the observed rating range is not known while blocks arrive"
+            raise InputError(msg)
+
+        def popularity(_: Any) -> tuple[pl.DataFrame, int]:
+            assert self._train is not None
+            return B.train_popularity(self._train, user_col, item_col)
+
+        sources = Sources(
+            user_col, item_col, kind, truth_range, popularity,
+            lambda data: B.read_items(data, user_col, item_col, kind, self._kinds, inputs),
+            lambda: [],
+        )  # fmt: skip
+        context = build_context(self._plan, self._options, sources)
+        context.pop("_catalog", None)  # each block gets its own; the final one is merged
+        if "_catalog_source" in context or "items" not in context:
+            context["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
+        self._context = context
+
+    def _absorb(
+        self, out: ShardOutput, context: dict[str, Any], t: pl.DataFrame, r: pl.DataFrame
+    ) -> None:
+        """Merge one block's output into the states."""
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        self._blocks += 1
+        self._frames.append(out.per_user)
+        self._merger.add(out.stats)
+        merger = self._merger
+        for entry in merger.sums.values():  # constant memory: one expansion per sum
+            entry[0] = compact_expansions(entry[0])
+            entry[2] = compact_expansions(entry[2])
+        for entry in merger.logloss.values():
+            entry[0] = compact_expansions(entry[0])
+        if merger.rating is not None:
+            for j in (1, 2, 3):
+                merger.rating[j] = compact_expansions(merger.rating[j])
+        if out.scored is not None:
+            scores, bits = out.scored
+            self._scored.merge(ScoreHistogram.of_rows(scores, bits, self._scored.n_thresholds))
+        catalog = context["items"][item_col] if "items" in context else context["_catalog"]
+        for k, (codes, counts, absent) in out.exposure.items():
+            state = self._exposure.setdefault(k, ExposureCounts(item_col))
+            state.add(catalog.gather(codes), counts, absent)
+        if out.ratings is not None:
+            self._ratings.merge_counts(*out.ratings)
+        if self._train is not None and t.height:
+            rows, users = B.in_train_counts(
+                t[user_col].unique(), r, self._train, user_col, item_col
+            )
+            self._in_train[0] += rows
+            self._in_train[1] += users
+        if "items" not in context:
+            assert self._kind is not None
+            new = pl.concat([t[item_col].cast(self._kind), r[item_col].cast(self._kind)])
+            self._items.append(new.unique())
+            if len(self._items) >= 8:
+                self._items = [pl.concat(self._items).unique()]
+
+    # ------------------------------------------------------------------------------- merge
+
+    def merge(self, other: Evaluator) -> Evaluator:
+        """Add the blocks ``other`` has seen (disjoint users, the same request); returns self.
+
+        Evaluators filled in other processes merge too (they pickle)."""
+        if not isinstance(other, Evaluator):
+            msg = f"merge takes an Evaluator; got {type(other).__name__}."
+            raise InputError(msg)
+        if self._signature() != other._signature():
+            msg = (
+                "these evaluators differ in their metrics or options; only evaluators made "
+                "with the same arguments merge."
+            )
+            raise InputError(msg)
+        for ev in (self, other):
+            ev._flush()
+        if other._blocks == 0:
+            return self
+        if self._blocks == 0:
+            self.__dict__.update(copy.deepcopy(other.__dict__))
+            return self
+        if self._has_relevance != other._has_relevance:
+            msg = "these evaluators saw truth blocks with and without a relevance column."
+            raise InputError(msg)
+        user_col = self._inputs.user_col
+        for users in other._users:
+            probe = pl.DataFrame({user_col: users})
+            self._check_new_users(probe, probe.head(0), user_col, ordered=False)
+        self._frames += other._frames
+        ms, mo = self._merger, other._merger
+        ms.counts = [a + b for a, b in zip(ms.counts, mo.counts, strict=True)]
+        ms.rows = [a + b for a, b in zip(ms.rows, mo.rows, strict=True)]
+        for name, info in mo.details.items():
+            ms.add({"counts": [0, 0, 0, 0], "rows": [0, 0], "details": {name: info},
+                    "sums": {}, "logloss": {}, "rating": None})  # fmt: skip
+        for name, (nums, n, dens) in mo.sums.items():
+            entry = ms.sums.setdefault(name, [[], 0, []])
+            entry[0] = compact_expansions(entry[0] + nums)
+            entry[1] += n
+            entry[2] = compact_expansions(entry[2] + dens)
+        for name, (expansions, n) in mo.logloss.items():
+            entry = ms.logloss.setdefault(name, [[], 0])
+            entry[0] = compact_expansions(entry[0] + expansions)
+            entry[1] += n
+        if mo.rating is not None:
+            if ms.rating is None:
+                ms.rating = [0, [], [], []]
+            ms.rating[0] += mo.rating[0]
+            for j in (1, 2, 3):
+                ms.rating[j] = compact_expansions(ms.rating[j] + mo.rating[j])
+        self._scored.merge(other._scored)
+        for k, state in other._exposure.items():
+            self._exposure.setdefault(k, ExposureCounts(self._inputs.item_col)).merge(state)
+        self._ratings.merge(other._ratings)
+        self._in_train = [a + b for a, b in zip(self._in_train, other._in_train, strict=True)]
+        self._items += other._items
+        self._blocks += other._blocks
+        return self
+
+    def _signature(self) -> tuple[Any, ...]:
+        spec = self._spec
+        opts = self._options
+        return (
+            spec.metrics, spec.user_col, spec.item_col, spec.order_col, spec.by_rank,
+            spec.relevance_col, spec.ties, spec.threshold, spec.no_recs, self._kinds,
+            opts["rating_range"], opts["train"] is None, opts["items"] is None,
+            opts["item_features"] if isinstance(opts["item_features"], str | list | None)
+            else id(opts["item_features"]),
+        )  # fmt: skip
+
+    def _flush(self) -> None:
+        """Evaluate the held-back rows of the last user (sorted blocks)."""
+        if self._carry is not None:
+            t, r = self._carry
+            self._carry = None
+            sorted_ = self._sorted
+            self._sorted = False
+            try:
+                if t.height or r.height:
+                    self.update(t, r)
+            finally:
+                self._sorted = sorted_
+
+    # ----------------------------------------------------------------------------- compute
+
+    def compute(self) -> Result:
+        """The Result of every block so far. More blocks may follow (with ``sorted_by_user``,
+        the held-back last user is evaluated now: later blocks must start after it)."""
+        self._flush()
+        if self._blocks == 0:
+            msg = "no block was evaluated: call update(truth, recs) with at least one row first."
+            raise InputError(msg)
+        merger = self._merger
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        if merger.rows[0] == 0:
+            msg = "truth is empty (0 rows in every block); expected at least one row."
+            raise InputError(msg)
+        if merger.rows[1] == 0:
+            msg = "recs is empty (0 rows in every block); expected at least one row."
+            raise InputError(msg)
+        per_user = pl.concat(self._frames, how="vertical_relaxed").sort(user_col)
+        if per_user.width == 1 and per_user.height == 0:
+            per_user = self._frames[0]
+        if self._train is not None:
+            merger.in_train = (self._in_train[0], self._in_train[1])
+        scored = ap = None
+        if self._scored.n_thresholds:
+            scored, ap = self._scored.finish()
+        exposure = {k: state.finish() for k, state in self._exposure.items()}
+        n_catalog = self._catalog_size(item_col)
+        for m in self._plan:
+            info = merger.details.get(m.canonical, {})
+            if "catalog_size" in info and n_catalog is not None:
+                info["catalog_size"] = n_catalog
+        sstot = None
+        if self._ratings.ys.size:
+            sstot = sstot_parts(self._ratings.ys, self._ratings.ns, merger.rating_mean())
+        result = merger.result(per_user, scored, ap, exposure, sstot)
+        merger.in_train = None
+        return result
+
+    def _catalog_size(self, item_col: str) -> int | None:
+        """The catalog's size: the item table's, else the distinct items of truth, recs and
+        train."""
+        assert self._context is not None
+        if "items" in self._context:
+            return None  # every block reported the item table's size
+        ids = list(self._items)
+        if self._train is not None:
+            ids.append(self._train[item_col])
+        if not ids:
+            return 0
+        return int(pl.concat(ids).n_unique())
+
+    @property
+    def blocks(self) -> int:
+        """How many blocks were evaluated."""
+        return self._blocks
+
+    def state_bytes(self) -> int:
+        """An estimate of the memory the state holds (per-user frames and global states)."""
+        size = sum(f.estimated_size() for f in self._frames)
+        size += sum(u.estimated_size() for u in self._users)
+        size += sum(i.estimated_size() for i in self._items)
+        size += self._scored.nbytes
+        for state in self._exposure.values():
+            state.compact()
+            if state.frame is not None:
+                size += state.frame.estimated_size()
+        return int(size + np.asarray(self._ratings.ys).nbytes * 2)

@@ -1,0 +1,233 @@
+"""receval.Evaluator (streaming, receval.engines.stream) equals receval.evaluate bit for bit,
+for every registered metric, over random cuts of the users into blocks, merged evaluators and
+sorted blocks that cut users in two; and its bad input raises the exact errors.
+
+The data and the comparison are test_shard.py's (ties, short lists, users without recs or
+without relevant items, graded relevance, train with repeated rows, an item table)."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+import receval
+from receval import InputError
+from receval.families.states import ScoreHistogram
+from receval.kernels.exact import total
+from test_shard import DATA, TIES, assert_same, family_metrics, groups
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def blocks_of(
+    truth: pl.DataFrame, recs: pl.DataFrame, n_blocks: int, seed: int
+) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Users cut at random into ``n_blocks`` blocks (some may be empty), every row of a user
+    in its block, rows in input order."""
+    users = pl.concat([truth["user"], recs["user"]]).unique().sort()
+    rng = np.random.default_rng(seed)
+    which = pl.DataFrame({"user": users, "__b": rng.integers(0, n_blocks, users.len())})
+    t = truth.join(which, on="user", how="left", maintain_order="left")
+    r = recs.join(which, on="user", how="left", maintain_order="left")
+    return [
+        (
+            t.filter(pl.col("__b") == b).drop("__b"),
+            r.filter(pl.col("__b") == b).drop("__b"),
+        )
+        for b in range(n_blocks)
+    ]
+
+
+def streamed(
+    truth: pl.DataFrame, recs: pl.DataFrame, metrics: list[str], n_blocks: int, seed: int,
+    **options: Any,
+) -> receval.Result:  # fmt: skip
+    ev = receval.Evaluator(metrics, **options)
+    for t, r in blocks_of(truth, recs, n_blocks, seed):
+        ev.update(t, r)
+    return ev.compute()
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("n_blocks", [1, 4, 13])
+def test_streamed_equals_evaluate(n_blocks: int, ties: str, ids: str) -> None:
+    for name, (truth, recs, metrics, options) in groups(DATA[ids]).items():
+        if name in ("classification", "rating") and ties != "expected":
+            continue  # rows, not ranked lists: ties change nothing there
+        given = {**options, "rating_range": (1.0, 5.0)} if name == "rating" else options
+        local = receval.evaluate(truth, recs, metrics, ties=ties, **given)
+        got = streamed(truth, recs, metrics, n_blocks, seed=n_blocks, ties=ties, **given)
+        try:
+            assert_same(got, local)
+        except AssertionError as exc:
+            raise AssertionError(f"group {name}: {exc}") from exc
+
+
+@pytest.mark.parametrize("no_recs", ["zero", "skip"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_no_recs_policies_and_seeds(no_recs: str, seed: int) -> None:
+    truth, recs, metrics, options = groups(DATA["str"])["ranking"]
+    local = receval.evaluate(truth, recs, metrics, no_recs=no_recs, **options)
+    assert_same(streamed(truth, recs, metrics, 6, seed, no_recs=no_recs, **options), local)
+
+
+def test_one_user_a_block() -> None:
+    truth, recs, metrics, options = groups(DATA["int"])["beyond_cosine"]
+    users = pl.concat([truth["user"], recs["user"]]).unique()
+    ev = receval.Evaluator(metrics, **options)
+    for u in users.shuffle(seed=3):
+        ev.update(truth.filter(pl.col("user") == u), recs.filter(pl.col("user") == u))
+    assert ev.blocks == users.len()
+    assert_same(ev.compute(), receval.evaluate(truth, recs, metrics, **options))
+
+
+@pytest.mark.parametrize("group", ["ranking", "classification", "beyond_cosine"])
+def test_merged_evaluators_equal_evaluate(group: str) -> None:
+    truth, recs, metrics, options = groups(DATA["int"])[group]
+    parts = blocks_of(truth, recs, 6, seed=5)
+    evaluators = [receval.Evaluator(metrics, **options) for _ in range(3)]
+    for j, (t, r) in enumerate(parts):
+        evaluators[j % 3].update(t, r)
+    # one evaluator travels through pickle, as from another process
+    evaluators[1] = pickle.loads(pickle.dumps(evaluators[1]))
+    merged = receval.Evaluator(metrics, **options).merge(evaluators[0])
+    merged.merge(evaluators[1]).merge(evaluators[2])
+    assert_same(merged.compute(), receval.evaluate(truth, recs, metrics, **options))
+
+
+@pytest.mark.parametrize("block_rows", [1, 7, 50])
+def test_sorted_blocks_may_cut_a_user(block_rows: int) -> None:
+    truth, recs, metrics, options = groups(DATA["str"])["classification"]
+    metrics = [*metrics, *family_metrics("ranking", (None, 5))]
+    t = truth.with_row_index("__row").sort("user", "__row").drop("__row")
+    r = recs.with_row_index("__row").sort("user", "__row").drop("__row")
+    ev = receval.Evaluator(metrics, sorted_by_user=True, **options)
+    # cut both sides into slices of block_rows rows: users straddle blocks
+    n = max(t.height, r.height)
+    t_users = t["user"]
+    for start in range(0, n, block_rows):
+        t_block = t.slice(start, block_rows)
+        # recs rows of the users up to this truth block's last user, not yet sent
+        upto = t_users[min(start + block_rows, t.height) - 1] if start < t.height else None
+        r_block = r.filter(pl.col("user") <= upto) if upto is not None else r
+        r = r.filter(pl.col("user") > upto) if upto is not None else r.head(0)
+        ev.update(t_block, r_block)
+    if r.height:
+        ev.update(t.head(0), r)
+    assert_same(ev.compute(), receval.evaluate(truth, recs, metrics, **options))
+
+
+def test_a_user_in_two_blocks_raises() -> None:
+    ev = receval.Evaluator(["ndcg@10"])
+    ev.update({"u1": {"a": 1}, "u2": {"b": 1}}, {"u1": {"a": 0.5}})
+    with pytest.raises(InputError) as exc:
+        ev.update({"u2": {"c": 1}}, {"u2": {"c": 0.5}})
+    assert str(exc.value) == (
+        "1 user(s) of this block were in an earlier block, e.g. ['u2']; every block must hold "
+        "all the rows of its users, or pass sorted_by_user=True when the rows arrive sorted "
+        "by user."
+    )
+
+
+def test_unsorted_blocks_raise_when_declared_sorted() -> None:
+    ev = receval.Evaluator(["ndcg@10"], sorted_by_user=True)
+    ev.update({"u5": {"a": 1}, "u6": {"a": 1}}, {"u5": {"a": 0.5}, "u6": {"a": 0.5}})
+    with pytest.raises(InputError) as exc:
+        ev.update({"u1": {"a": 1}}, {"u1": {"a": 0.5}})
+    assert str(exc.value) == (
+        "sorted_by_user=True: this block starts at user 'u1', below user 'u5' of an earlier "
+        "block; the rows must arrive sorted by user id."
+    )
+
+
+def test_merging_different_requests_raises() -> None:
+    a = receval.Evaluator(["ndcg@10"])
+    b = receval.Evaluator(["ndcg@5"])
+    with pytest.raises(InputError, match="only evaluators made with the same arguments merge"):
+        a.merge(b)
+    with pytest.raises(InputError, match="merge takes an Evaluator; got dict"):
+        a.merge({})  # type: ignore[arg-type]
+
+
+def test_merging_overlapping_users_raises() -> None:
+    a, b = receval.Evaluator(["mrr"]), receval.Evaluator(["mrr"])
+    a.update({"u1": {"a": 1}}, {"u1": {"a": 0.5}})
+    b.update({"u1": {"b": 1}}, {"u1": {"b": 0.5}})
+    with pytest.raises(InputError, match=r"1 user\(s\) of this block were in an earlier block"):
+        a.merge(b)
+
+
+def test_nmae_needs_a_rating_range() -> None:
+    with pytest.raises(InputError) as exc:
+        receval.Evaluator(["mae", "nmae"])
+    assert str(exc.value) == (
+        "nmae needs rating_range=(r_min, r_max) when evaluating in blocks: the range observed "
+        "in truth is known only after the last block."
+    )
+
+
+def test_compute_before_any_block_raises() -> None:
+    with pytest.raises(InputError, match="no block was evaluated"):
+        receval.Evaluator(["mrr"]).compute()
+
+
+def test_bad_options_raise_as_evaluate() -> None:
+    with pytest.raises(InputError, match="ties must be one of"):
+        receval.Evaluator(["mrr"], ties="random")  # type: ignore[arg-type]
+    with pytest.raises(receval.MetricError, match="unknown metric 'not_a_metric'"):
+        receval.Evaluator(["not_a_metric"])
+    with pytest.raises(InputError, match="sorted_by_user must be True or False"):
+        receval.Evaluator(["mrr"], sorted_by_user="yes")  # type: ignore[arg-type]
+
+
+def test_blocks_disagreeing_on_the_relevance_column_raise() -> None:
+    ev = receval.Evaluator(["mrr"])
+    ev.update(pl.DataFrame({"user": [1], "item": [2], "relevance": [1.0]}),
+              pl.DataFrame({"user": [1], "item": [2], "score": [0.5]}))  # fmt: skip
+    with pytest.raises(InputError, match="truth blocks disagree on the relevance column"):
+        ev.update(pl.DataFrame({"user": [3], "item": [2]}),
+                  pl.DataFrame({"user": [3], "item": [2], "score": [0.5]}))  # fmt: skip
+
+
+def test_the_state_is_not_the_rows() -> None:
+    """Per-user metrics keep one row per user; the rows of a block are not kept."""
+    rng = random.Random(0)
+    ev = receval.Evaluator(["ndcg@10", "recall@10", "mrr"])
+    for b in range(20):
+        users = range(b * 50, (b + 1) * 50)
+        truth = {u: {rng.randrange(1000): 1 for _ in range(5)} for u in users}
+        recs = {u: {i: rng.random() for i in rng.sample(range(1000), 100)} for u in users}
+        ev.update(truth, recs)
+    rows_bytes = 20 * 50 * 100 * 24  # the recs rows alone: user, item, score
+    assert ev.state_bytes() < rows_bytes / 10
+    assert ev.compute().per_user.height == 1000
+
+
+def test_score_histogram_equals_sorting_the_rows() -> None:
+    """The AUC pair count and AP terms of the histogram state, merged from pieces in any
+    order, equal those of receval.auc / average_precision on every row."""
+    rng = np.random.default_rng(4)
+    scores = rng.integers(0, 30, 2000) / 7.0
+    labels = (rng.random(2000) < 0.3).astype(np.int64)
+    bits = labels | ((rng.random(2000) < 0.5).astype(np.int64) << 1)
+    cut = np.sort(rng.choice(2000, 5, replace=False))
+    pieces = [
+        ScoreHistogram.of_rows(s, b, 2)
+        for s, b in zip(np.split(scores, cut), np.split(bits, cut), strict=True)
+    ]
+    state = pieces[3]
+    for p in [*pieces[:3], *pieces[4:]]:
+        state.merge(p)
+    scored, ap = state.finish()
+    for j in range(2):
+        y = (bits >> j) & 1
+        twice, n_pos, n_neg = scored[j]
+        assert (n_pos, n_neg) == (int(y.sum()), int((1 - y).sum()))
+        assert twice / (2.0 * n_pos * n_neg) == receval.auc(y, scores)
+        assert total(ap[j]) / n_pos == receval.average_precision(y, scores)
