@@ -231,3 +231,53 @@ def test_score_histogram_equals_sorting_the_rows() -> None:
         assert (n_pos, n_neg) == (int(y.sum()), int((1 - y).sum()))
         assert twice / (2.0 * n_pos * n_neg) == receval.auc(y, scores)
         assert total(ap[j]) / n_pos == receval.average_precision(y, scores)
+
+
+# ------------------------------------------------------------------- evaluate(engine="stream")
+
+
+@pytest.mark.parametrize("ties", ["expected", "first", "trec"])
+@pytest.mark.parametrize("block_memory", ["2KiB", "40KiB", "1GiB"])
+def test_stream_engine_on_parquet_files_equals_evaluate(
+    tmp_path: Any, block_memory: str, ties: str
+) -> None:
+    """Parquet files cut into blocks of users on disk (several blocks at 2 KiB: about 10 rows
+    a block) give evaluate's Result; ties="first" shows that rows keep their order."""
+    for name, (truth, recs, metrics, options) in groups(DATA["str"]).items():
+        if name in ("classification", "rating") and ties != "expected":
+            continue
+        given = {**options, "rating_range": (1.0, 5.0)} if name == "rating" else options
+        t_path, r_path = tmp_path / f"{name}_truth.parquet", tmp_path / f"{name}_recs.parquet"
+        truth.write_parquet(t_path)
+        recs.write_parquet(r_path)
+        local = receval.evaluate(truth, recs, metrics, ties=ties, **given)
+        got = receval.evaluate(
+            t_path, r_path, metrics, ties=ties, engine="stream", block_memory=block_memory,
+            **given,
+        )  # fmt: skip
+        try:
+            assert_same(got, local)
+        except AssertionError as exc:
+            raise AssertionError(f"group {name}: {exc}") from exc
+
+
+def test_stream_engine_on_csv_and_frames(tmp_path: Any) -> None:
+    truth, recs, metrics, _ = groups(DATA["int"])["ranking"]
+    truth.write_csv(tmp_path / "t.csv")
+    recs.rename({"user": "uid"}).write_csv(tmp_path / "r.csv")
+    local = receval.evaluate(
+        tmp_path / "t.csv", tmp_path / "r.csv", metrics, columns={"recs": {"user": "uid"}}
+    )
+    got = receval.evaluate(
+        tmp_path / "t.csv", tmp_path / "r.csv", metrics, columns={"recs": {"user": "uid"}},
+        engine="stream", block_memory="3KiB",
+    )  # fmt: skip
+    assert_same(got, local)
+    frames = receval.evaluate(truth, recs, metrics, engine="stream", block_memory="3KiB")
+    assert_same(frames, receval.evaluate(truth, recs, metrics))
+
+
+def test_stream_engine_refuses_a_model() -> None:
+    model = receval.FactorModel(np.eye(2), np.eye(2))
+    with pytest.raises(InputError, match="engine='stream' takes recommendation tables"):
+        receval.evaluate({0: {1: 1}}, model, "ndcg@10", engine="stream")

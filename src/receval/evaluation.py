@@ -17,15 +17,16 @@ from receval._errors import InputError
 from receval.data.io import ROLES, Inputs, check_exists
 from receval.data.layout import IdTypeArg, check_column_names, check_id_type
 from receval.engines.local import evaluate_local
-from receval.engines.model import evaluate_model, is_model
+from receval.engines.model import evaluate_model, is_model, parse_memory
 from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
+from receval.engines.stream import evaluate_stream
 from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
 
 __all__ = ["Engine", "NoRecsPolicy", "TiesPolicy", "evaluate"]
 
-Engine = Literal["auto", "local", "spark"]
+Engine = Literal["auto", "local", "spark", "stream"]
 
 
 def evaluate(
@@ -132,8 +133,11 @@ def evaluate(
         ``user_id``).
     engine:
         ``"auto"`` (Spark when ``truth`` or ``recs`` is a pyspark DataFrame, else local),
-        ``"local"`` or ``"spark"`` (also for paths, which Spark then reads). The Spark
-        engine (``pip install "receval[spark]"``; docs/spark.md) returns the same Result.
+        ``"local"``, ``"spark"`` (also for paths, which Spark then reads) or ``"stream"``
+        (in blocks of users that each fit in ``block_memory``: Parquet, CSV and TSV files
+        larger than memory are cut into blocks in one streaming pass, never read whole;
+        docs/streaming.md). The Spark engine (``pip install "receval[spark]"``;
+        docs/spark.md) and the streaming engine return the same Result as the local one.
     spark:
         The SparkSession of the Spark engine (default: that of a Spark DataFrame input, the
         active one, or a new local one).
@@ -152,7 +156,8 @@ def evaluate(
         subset for every user) or ``(user, item)`` rows (a table, file or dict: per user).
     block_memory:
         With a model: the memory for one block of scores (users x items), in bytes or as text
-        (``"256MiB"``, ``"2GB"``); the score matrix is never held whole.
+        (``"256MiB"``, ``"2GB"``); the score matrix is never held whole. With
+        ``engine="stream"``: the memory for one block of rows (about 200 bytes a row).
     excluded_truth:
         ``"drop"`` (default) or ``"raise"``: see ``exclude``.
     progress:
@@ -220,13 +225,20 @@ def evaluate(
             truth, recs, metrics, spark=spark, partitions=partitions, id_type=kinds,
             columns=columns, input_format=input_format, **request, **options,
         )  # fmt: skip
-    if engine == "local":
+    if engine in ("local", "stream"):
         truth, recs, options = _local_inputs(truth, recs, options)
     for role in ("train", "items"):  # a path given must exist, whether a metric reads it or not
         check_exists(options[role], role)
     plan = parse_metrics(metrics)
     check_policies(ties, no_recs)
     threshold = check_threshold(relevance_threshold)
+    if is_model(recs) and engine == "stream":
+        msg = (
+            "a model source (FactorModel, ScoreModel) is already scored in blocks of users by "
+            "its own engine: leave engine= out; engine='stream' takes recommendation tables "
+            "and files."
+        )
+        raise InputError(msg)
     if is_model(recs):
         return evaluate_model(  # type: ignore[no-any-return]
             truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,
@@ -240,6 +252,12 @@ def evaluate(
             "receval.ScoreModel); recs is a table: filter its rows instead."
         )
         raise InputError(msg)
+    if engine == "stream":
+        return evaluate_stream(
+            truth, recs, plan, inputs=inputs, kinds=kinds, score_col=score_col,
+            rank_col=rank_col, relevance_col=relevance_col, ties=ties, threshold=threshold,
+            no_recs=no_recs, options=options, block_bytes=parse_memory(block_memory),
+        )  # fmt: skip
     return evaluate_local(
         truth, recs, plan, inputs=inputs, kinds=kinds, score_col=score_col, rank_col=rank_col,
         relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,

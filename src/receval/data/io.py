@@ -39,6 +39,7 @@ __all__ = [
     "check_input_format",
     "check_output_path",
     "check_outputs",
+    "format_of",
     "read_table",
     "read_trec_qrels",
     "read_trec_run",
@@ -314,7 +315,7 @@ def _pandas_error(data: Any, role: Role, exc: Exception) -> InputError:
     return InputError(msg)
 
 
-def _format_of(path: Path, role: Role, given: InputFormat | None) -> InputFormat | None:
+def format_of(path: Path, role: Role, given: InputFormat | None) -> InputFormat | None:
     """The format to read ``path`` in: ``given``, else its suffix's (RecBole's ``.inter``,
     ``.item`` and ``.user`` are TSV), else TREC when a text file's first line looks like it."""
     if given is not None:
@@ -352,7 +353,7 @@ def _read_path(
     suffix = path.suffix.lower()
     kind = "CSV/TSV"
     try:
-        fmt = _format_of(path, role, input_format)
+        fmt = format_of(path, role, input_format)
         kind = {"parquet": "Parquet", "trec": "TREC"}.get(fmt or "", "CSV/TSV")
         if fmt == "parquet":
             return pl.read_parquet(path)

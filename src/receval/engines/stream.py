@@ -13,14 +13,17 @@ equals :func:`receval.evaluate`'s on all the rows, bit for bit.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError
-from receval.data.io import Inputs
+from receval.data.io import Inputs, Role, check_exists, format_of
 from receval.data.layout import IdTypeArg, cast_ids, check_column_names, check_id_type
 from receval.engines.shard import (
     Merger,
@@ -48,7 +51,7 @@ from receval.families.states import (
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 
-__all__ = ["Evaluator"]
+__all__ = ["Evaluator", "evaluate_stream"]
 
 _SHOW = 5
 
@@ -502,3 +505,156 @@ class Evaluator:
             if state.frame is not None:
                 size += state.frame.estimated_size()
         return int(size + np.asarray(self._ratings.ys).nbytes * 2)
+
+
+# ----------------------------------------------------------------------- files, in blocks
+
+_BYTES_PER_ROW = 200  # what one row costs while its block is evaluated (read, layout, kernels)
+
+
+def _lazy(data: Any, role: Role, inputs: Inputs, value_col: str) -> tuple[pl.LazyFrame, bool]:
+    """``data`` as a lazy query with truth's column names, and whether it streams from a file
+    (Parquet, CSV, TSV); any other source is read whole first."""
+    user, item = inputs.columns[role]
+    canonical = inputs.columns["truth"]
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        check_exists(path, role)
+        fmt = format_of(path, role, inputs.formats[role])
+        lf: pl.LazyFrame | None = None
+        if fmt == "parquet":
+            lf = pl.scan_parquet(path)
+        elif fmt in ("csv", "tsv"):  # every column as text, as the in-memory reader does
+            sep = "\t" if fmt == "tsv" else ","
+            lf = pl.scan_csv(path, separator=sep, infer_schema=False)
+            names = lf.collect_schema().names()
+            if value_col in names and value_col not in (user, item):
+                lf = lf.with_columns(pl.col(value_col).cast(pl.Float64, strict=False))
+        if lf is not None:
+            names = lf.collect_schema().names()
+            renames = {
+                src: dst
+                for src, dst in ((user, canonical[0]), (item, canonical[1]))
+                if src != dst and src in names
+            }
+            return (lf.rename(renames) if renames else lf), True
+    if isinstance(data, pl.LazyFrame):
+        return data.rename({user: canonical[0], item: canonical[1]}, strict=False), True
+    return inputs.read(data, role, value_col).lazy(), False
+
+
+def _bucket_key(t_type: pl.DataType, r_type: pl.DataType, user_col: str, kind: str) -> pl.Expr:
+    """The user id as one type on both sides, so that equal users hash equal."""
+    col = pl.col(user_col)
+    if kind == "str":
+        return col.cast(pl.String)
+    if kind == "int" or (t_type.is_integer() and r_type.is_integer()):
+        return col.cast(pl.Int64, strict=False)
+    return col.cast(pl.String)  # mixed kinds: the first block's layout raises
+
+
+def evaluate_stream(
+    truth: Any,
+    recs: Any,
+    plan: tuple[Metric, ...],
+    *,
+    inputs: Inputs,
+    kinds: dict[str, Any],
+    score_col: str,
+    rank_col: str | None,
+    relevance_col: str | None,
+    ties: TiesPolicy,
+    threshold: float,
+    no_recs: NoRecsPolicy,
+    options: dict[str, Any],
+    block_bytes: int,
+) -> Result:
+    """:func:`receval.evaluate` with ``engine="stream"``: the users are cut into blocks that
+    each fit in ``block_bytes`` (about 200 bytes a row), each block evaluated by an
+    :class:`Evaluator`.
+
+    Files (Parquet, CSV, TSV) are never read whole: one streaming pass of Polars writes each
+    input's rows into one Parquet file per block of users (hashed user ids; rows keep their
+    order, so ``ties="first"`` is unchanged) in a temporary directory (``TMPDIR``; as large
+    as the inputs), then the blocks are read back one at a time.
+    """
+    user_col, item_col = inputs.user_col, inputs.item_col
+    order_col = score_col if rank_col is None else rank_col
+    t_lf, t_file = _lazy(truth, "truth", inputs, relevance_col or "relevance")
+    r_lf, r_file = _lazy(recs, "recs", inputs, order_col)
+    by_role: dict[str, dict[str, str]] = {}
+    for role in ("train", "items"):
+        user, item = inputs.columns[role]
+        by_role[role] = {"item": item} if role == "items" else {"user": user, "item": item}
+    formats: dict[str, str] = {
+        str(r): str(f) for r, f in inputs.formats.items() if r in ("train", "items") and f
+    }
+    ev = Evaluator(
+        [m.canonical for m in plan], user_col=user_col, item_col=item_col,
+        score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, ties=ties,
+        relevance_threshold=threshold, no_recs=no_recs, train=options["train"],
+        items=options["items"], item_features=options["item_features"],
+        rating_range=options["rating_range"], id_type=kinds, columns=by_role,
+        input_format=formats or None,
+    )  # fmt: skip
+    t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
+    for schema, role in ((t_schema, "truth"), (r_schema, "recs")):
+        if user_col not in schema:
+            msg = f"{role} is missing column {user_col!r} (columns found: {schema.names()})."
+            raise InputError(msg)
+    rows = sum(int(lf.select(pl.len()).collect().item()) for lf in (t_lf, r_lf))
+    n_blocks = max(1, -(-rows * _BYTES_PER_ROW // block_bytes))
+    if n_blocks == 1 or not (t_file or r_file):
+        for t, r in _whole(t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"]):
+            ev.update(t, r)
+        return ev.compute()
+    key = _bucket_key(t_schema[user_col], r_schema[user_col], user_col, kinds["user"])
+    with tempfile.TemporaryDirectory(prefix="receval-stream-") as tmp:
+        for lf, name in ((t_lf, "truth"), (r_lf, "recs")):
+            try:
+                lf.sink_parquet(
+                    pl.PartitionBy(
+                        Path(tmp, name), key={"block": key.hash(seed=0) % n_blocks},
+                        include_key=False, approximate_bytes_per_file=None,
+                    ),
+                    maintain_order=True, mkdir=True,
+                )  # fmt: skip
+            except (pl.exceptions.PolarsError, OSError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+                msg = f"{name} could not be cut into blocks of users: {first}"
+                raise InputError(msg) from exc
+        for b in range(n_blocks):
+            t = _read_block(Path(tmp, "truth", f"block={b}"), t_schema)
+            r = _read_block(Path(tmp, "recs", f"block={b}"), r_schema)
+            if t.height or r.height:
+                ev.update(t, r)
+    return ev.compute()
+
+
+def _read_block(folder: Path, schema: pl.Schema) -> pl.DataFrame:
+    """One block's rows (its files in write order), or no row."""
+    files = sorted(folder.glob("*.parquet"))
+    if not files:
+        return pl.DataFrame(schema=schema)
+    return pl.read_parquet(files)
+
+
+def _whole(
+    t_lf: pl.LazyFrame,
+    r_lf: pl.LazyFrame,
+    n_blocks: int,
+    user_col: str,
+    t_schema: pl.Schema,
+    r_schema: pl.Schema,
+    kind: str,
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Inputs held in memory (or small): cut by hashed user into ``n_blocks`` blocks."""
+    t, r = t_lf.collect(), r_lf.collect()
+    if n_blocks == 1:
+        yield t, r
+        return
+    key = _bucket_key(t_schema[user_col], r_schema[user_col], user_col, kind)
+    t_b = t.select((key.hash(seed=0) % n_blocks).alias("b"))["b"]
+    r_b = r.select((key.hash(seed=0) % n_blocks).alias("b"))["b"]
+    for b in range(n_blocks):
+        yield t.filter(t_b == b), r.filter(r_b == b)
