@@ -7,6 +7,7 @@ without relevant items, graded relevance, train with repeated rows, an item tabl
 
 from __future__ import annotations
 
+import json
 import pickle
 import random
 from typing import Any
@@ -14,9 +15,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 import receval
 from receval import InputError
+from receval.cli import app
 from receval.families.states import ScoreHistogram
 from receval.kernels.exact import total
 from test_shard import DATA, TIES, assert_same, family_metrics, groups
@@ -281,3 +284,20 @@ def test_stream_engine_refuses_a_model() -> None:
     model = receval.FactorModel(np.eye(2), np.eye(2))
     with pytest.raises(InputError, match="engine='stream' takes recommendation tables"):
         receval.evaluate({0: {1: 1}}, model, "ndcg@10", engine="stream")
+
+
+def test_cli_engine_stream(tmp_path: Any) -> None:
+    truth, recs, metrics, _ = groups(DATA["str"])["ranking"]
+    truth.write_parquet(tmp_path / "t.parquet")
+    recs.write_parquet(tmp_path / "r.parquet")
+    picked = metrics[:6]
+    args = ["evaluate", "--truth", str(tmp_path / "t.parquet"), "--recs",
+            str(tmp_path / "r.parquet"), "--format", "json"]  # fmt: skip
+    for m in picked:
+        args += ["-m", m]
+    local = CliRunner().invoke(app, args)
+    streamed = CliRunner().invoke(app, [*args, "--engine", "stream", "--block-memory", "4096"])
+    assert local.exit_code == 0, local.output
+    assert streamed.exit_code == 0, streamed.output
+    assert json.loads(streamed.stdout)["metrics"] == json.loads(local.stdout)["metrics"]
+    assert json.loads(local.stdout)["metrics"] == receval.evaluate(truth, recs, picked).means

@@ -99,6 +99,7 @@ class Engine(StrEnum):
 
     local = "local"
     spark = "spark"
+    stream = "stream"
 
 
 class ExcludedTruth(StrEnum):
@@ -224,8 +225,9 @@ def evaluate_cmd(
     engine: Annotated[
         Engine,
         typer.Option(
-            help="local (Polars and Numba in this process) or spark (Spark reads the "
-            "files and evaluates users in shards; same results)."
+            help="local (Polars and Numba in this process), spark (Spark reads the files "
+            "and evaluates users in shards) or stream (files larger than memory, in blocks of "
+            "users of --block-memory each); same results."
         ),
     ] = Engine.local,
     spark_master: Annotated[
@@ -290,6 +292,9 @@ def evaluate_cmd(
              **_model_inputs(settings)},
         )  # fmt: skip
         settings.update(_engine_options(engine, spark_master, partitions))
+        block = settings.get("block_memory")
+        if not model and isinstance(block, str) and block.isdigit():
+            settings["block_memory"] = int(block)  # bytes, as for a model
         notice: AbstractContextManager[None] = compile_notice(err)
         if model:
             progress = err.is_terminal if progress is None else progress
@@ -345,7 +350,11 @@ def _model_source(settings: dict[str, Any], engine: Engine) -> bool:
         msg = f"{given} needs {other} too: a factor model is user factors and item factors."
         raise InputError(msg)
     if has_recs:
-        extra = [f for k, f in _MODEL_FLAGS.items() if settings.get(k) is not None]
+        extra = [
+            f
+            for k, f in _MODEL_FLAGS.items()
+            if settings.get(k) is not None and not (k == "block_memory" and engine is Engine.stream)
+        ]
         if extra:
             msg = (
                 f"{extra[0]} applies to a factor model (--user-factors and --item-factors), not "
@@ -372,11 +381,11 @@ def _engine_options(engine: Engine, master: str | None, partitions: int | None) 
     """evaluate's engine keywords. With ``spark``: the session (the active one, else a new
     one on ``master``; ``sc://`` is Spark Connect), and pyspark imported here only; without
     pyspark, :class:`EngineError` says how to install it."""
-    if engine is Engine.local:
+    if engine in (Engine.local, Engine.stream):
         if master is not None or partitions is not None:
             msg = "--spark-master and --partitions need --engine spark."
             raise InputError(msg)
-        return {}
+        return {"engine": "stream"} if engine is Engine.stream else {}
 
     return {
         "engine": "spark",

@@ -260,7 +260,10 @@ CandidatesOpt = Annotated[
 ]
 BlockMemoryOpt = Annotated[
     str | None,
-    typer.Option(help="Memory of one block of scores, e.g. 1GiB, or bytes \\[default: 256MiB]."),
+    typer.Option(
+        help="Memory of one block of scores (a factor model) or of rows (--engine stream), "
+        "e.g. 1GiB, or bytes \\[default: 256MiB]."
+    ),
 ]
 ModelProgressOpt = Annotated[
     bool | None,
