@@ -301,3 +301,96 @@ def test_cli_engine_stream(tmp_path: Any) -> None:
     assert streamed.exit_code == 0, streamed.output
     assert json.loads(streamed.stdout)["metrics"] == json.loads(local.stdout)["metrics"]
     assert json.loads(local.stdout)["metrics"] == receval.evaluate(truth, recs, picked).means
+
+
+# ------------------------------------------------------------------- update_scores (training)
+
+
+Batches = tuple[np.ndarray, list[str], list[int], pl.DataFrame, dict[str, list[int]]]
+
+
+def score_batches(seed: int) -> Batches:
+    """Integer scores (many ties) of 30 users x 40 items, truth, and excluded items."""
+    rng = np.random.default_rng(seed)
+    scores = rng.integers(0, 6, (30, 40)).astype(np.float32)
+    users = [f"u{j}" for j in range(30)]
+    items = [int(x) for x in rng.choice(1000, 40, replace=False)]
+    rows = []
+    exclude: dict[str, list[int]] = {}
+    for j, u in enumerate(users):
+        picked = rng.choice(40, 6, replace=False)
+        for c in picked[:3]:
+            rows.append((u, items[c], float(rng.integers(0, 3))))
+        exclude[u] = [items[c] for c in picked[3:]]
+        if j == 0:
+            scores[j, picked[4]] = -np.inf  # an excluded item scored -inf, and one kept below
+    truth = pl.DataFrame(rows, schema=["user", "item", "relevance"], orient="row")
+    return scores, users, items, truth, exclude
+
+
+def full_table(
+    scores: np.ndarray, users: list[str], items: list[int], exclude: dict[str, list[int]]
+) -> pl.DataFrame:
+    """Every (user, item) score except the excluded ones, in catalog order per user."""
+    rows = [
+        (u, items[c], float(scores[j, c]))
+        for j, u in enumerate(users)
+        for c in range(len(items))
+        if items[c] not in exclude.get(u, [])
+    ]
+    return pl.DataFrame(rows, schema=["user", "item", "score"], orient="row")
+
+
+@pytest.mark.parametrize("ties", TIES)
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_update_scores_equals_evaluate_on_the_full_table(backend: str, ties: str) -> None:
+    scores, users, items, truth, exclude = score_batches(1)
+    before = scores.copy()
+    cut = ["ndcg@5", "recall@10", "precision@3", "hit_rate@1", "map@10", "mrr@5"]
+    whole = [*cut, "mrr", "map", "r_precision", "ndcg"]
+    as_given: Any = scores
+    if backend == "torch":
+        from test_model import import_torch
+
+        as_given = import_torch().from_numpy(scores)
+    table = full_table(scores, users, items, exclude)
+    for metrics, k in ((cut, None), (whole, "all"), (cut, 12)):
+        ev = receval.Evaluator(metrics, ties=ties)
+        for lo in range(0, 30, 8):  # batches of 8 users
+            batch = users[lo : lo + 8]
+            ev.update_scores(
+                batch, as_given[lo : lo + 8], truth.filter(pl.col("user").is_in(batch)),
+                item_ids=items, exclude=exclude, k=k,
+            )  # fmt: skip
+        want = receval.evaluate(truth, table, metrics, ties=ties)
+        got = ev.compute()
+        assert got.means == want.means, (metrics, k)
+        assert_same(got, want)
+    np.testing.assert_array_equal(scores, before)  # the scores are left as given
+
+
+def test_update_scores_bad_input() -> None:
+    scores, users, items, truth, _ = score_batches(2)
+    ev = receval.Evaluator(["ndcg@5", "mrr"])
+    with pytest.raises(
+        InputError, match="mrr has no cutoff: its value needs each user's whole list"
+    ):
+        ev.update_scores(users, scores, truth, item_ids=items)
+    ev = receval.Evaluator(["ndcg@5"])
+    shape = r"scores must be a \(batch x items\) matrix with one row per user \(29 users\)"
+    with pytest.raises(InputError, match=shape + r"; got shape \(30, 40\)"):
+        ev.update_scores(users[:29], scores, truth, item_ids=items)
+    with pytest.raises(
+        InputError, match=r"item_ids has 39 ids; expected one per score column \(40\)"
+    ):
+        ev.update_scores(users, scores, truth, item_ids=items[:39])
+    with pytest.raises(InputError, match=r"k must be an integer >= 1, 'all' or None; got 0"):
+        ev.update_scores(users, scores, truth, item_ids=items, k=0)
+    with pytest.raises(
+        InputError, match=r"truth has 3 row\(s\) of users not in this batch, e.g. \['u29'\]"
+    ):
+        ev.update_scores(users[:29], scores[:29], truth, item_ids=items)
+    bad = scores.copy()
+    bad[3, 3] = np.nan
+    with pytest.raises(InputError, match="scores hold NaN"):
+        ev.update_scores(users, bad, truth, item_ids=items)

@@ -56,6 +56,84 @@ __all__ = ["Evaluator", "evaluate_stream"]
 _SHOW = 5
 
 
+def _as_numpy(values: Any) -> np.ndarray:
+    """Ids or scores as a NumPy array (a torch tensor is copied to the host)."""
+    if hasattr(values, "detach"):
+        return np.asarray(values.detach().cpu().numpy())
+    if isinstance(values, pl.Series):
+        return values.to_numpy()
+    return np.asarray(values)
+
+
+def _excluded_cells(
+    exclude: Any,
+    users: pl.Series,
+    items: pl.Series,
+    user_col: str,
+    item_col: str,
+    inputs: Inputs,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row, column) of every excluded (user, item) of the batch."""
+    if isinstance(exclude, dict):
+        pairs = [(u, i) for u, listed in exclude.items() for i in listed]
+        frame = pl.DataFrame(
+            {user_col: [u for u, _ in pairs], item_col: [i for _, i in pairs]},
+            schema={user_col: users.dtype, item_col: items.dtype},
+        )
+    else:
+        frame = inputs.read(exclude, "train", "relevance").select(user_col, item_col)
+    at_row = pl.DataFrame({user_col: users, "__row": np.arange(users.len(), dtype=np.int64)})
+    at_col = pl.DataFrame({item_col: items, "__col": np.arange(items.len(), dtype=np.int64)})
+    try:
+        cells = frame.join(at_row, on=user_col).join(at_col, on=item_col)
+    except pl.exceptions.PolarsError as exc:
+        msg = f"exclude ids do not match the batch's user or item ids in type: {exc}".splitlines()[
+            0
+        ]
+        raise InputError(msg) from exc
+    return cells["__row"].to_numpy(), cells["__col"].to_numpy()
+
+
+def _select(
+    scores: Any, k: int, banned: tuple[np.ndarray, np.ndarray] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's ``k`` best columns and every column tied with its k-th, excluded cells left
+    out: (rows, columns, scores as float64), rows ascending and columns ascending within a
+    row (catalog order: what ``ties="first"`` follows)."""
+    if hasattr(scores, "detach"):  # a torch tensor: select on its device
+        import torch
+
+        with torch.no_grad():
+            s = scores.detach()
+            if not bool(torch.isfinite(s).all()) and bool(torch.isnan(s).any()):
+                msg = "scores hold NaN; expected numbers (mask items with exclude=)."
+                raise InputError(msg)
+            allowed = torch.ones(s.shape, dtype=torch.bool, device=s.device)
+            if banned is not None and banned[0].size:
+                rows_t = torch.as_tensor(banned[0], device=s.device)
+                cols_t = torch.as_tensor(banned[1], device=s.device)
+                allowed[rows_t, cols_t] = False
+            masked = s.masked_fill(~allowed, -torch.inf)  # a new tensor: scores stay as given
+            kth = torch.topk(masked, k, dim=1, sorted=True).values[:, -1:]
+            keep = (masked >= kth) & allowed
+            rows, cols = keep.nonzero(as_tuple=True)
+            values = s[rows, cols].double()
+            return rows.cpu().numpy(), cols.cpu().numpy(), values.cpu().numpy()
+    arr = np.asarray(scores)
+    if np.isnan(arr).any():
+        msg = "scores hold NaN; expected numbers (mask items with exclude=)."
+        raise InputError(msg)
+    arr = arr.astype(np.float64)  # a copy: the input is left as it is
+    allowed_np = np.ones(arr.shape, dtype=np.bool_)
+    if banned is not None and banned[0].size:
+        allowed_np[banned] = False
+    masked_np = np.where(allowed_np, arr, -np.inf)
+    cut = arr.shape[1] - k
+    kth_np = np.partition(masked_np, cut, axis=1)[:, cut : cut + 1]
+    r_idx, c_idx = np.nonzero((masked_np >= kth_np) & allowed_np)
+    return r_idx, c_idx, arr[r_idx, c_idx]
+
+
 def _concat_ids(series: list[pl.Series]) -> pl.Series:
     """Id columns as one Series: integers of different widths as Int64; ids of different
     kinds (integers and text) raise."""
@@ -204,6 +282,90 @@ class Evaluator:
         block_spec = ShardSpec(**{**self._spec.__dict__, "options": context})
         out = run_shard(block_spec, t, r)
         self._absorb(out, context, t, r)
+
+    def update_scores(
+        self,
+        users: Any,
+        scores: Any,
+        truth: Any,
+        *,
+        item_ids: Any = None,
+        exclude: Any = None,
+        k: int | str | None = None,
+    ) -> None:
+        """Evaluate one batch of a training loop from its score matrix.
+
+        ``scores``: (batch x items) scores of ``users`` (ids, one per row) for every item
+        (``item_ids``, one per column; default ``0 .. n_items - 1``): a torch tensor on any
+        device (the selection runs there; torch is needed only for tensors) or a NumPy
+        array. ``truth``: the truth rows of these users (any source :func:`receval.evaluate`
+        takes; its other users raise). ``exclude``: ``(user, item)`` rows never recommended
+        (usually the training interactions; a table or ``{user: [items]}``; rows of other
+        users are ignored). ``k``: how many items of each user's list are kept, default the
+        largest cutoff of the metrics; items tied with the k-th are kept too, so that every
+        ties policy is exact. A metric without a cutoff (``mrr``, ``map``, ``auc`` ...)
+        needs the whole list: ``k="all"``. The inputs are not modified.
+        """
+        ids = _as_numpy(users).reshape(-1)
+        n_rows = ids.shape[0]
+        shape = tuple(int(x) for x in getattr(scores, "shape", ()))
+        if len(shape) != 2 or shape[0] != n_rows:
+            msg = (
+                f"scores must be a (batch x items) matrix with one row per user ({n_rows} "
+                f"users); got shape {shape}."
+            )
+            raise InputError(msg)
+        n_items = shape[1]
+        items = (
+            pl.Series("item", np.arange(n_items, dtype=np.int64))
+            if item_ids is None
+            else pl.Series("item", _as_numpy(item_ids).reshape(-1))
+        )
+        if items.len() != n_items:
+            msg = f"item_ids has {items.len()} ids; expected one per score column ({n_items})."
+            raise InputError(msg)
+        keep = self._list_length(k, n_items)
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        user_series = pl.Series(user_col, ids)
+        banned = None
+        if exclude is not None:
+            banned = _excluded_cells(exclude, user_series, items, user_col, item_col, self._inputs)
+        rows, cols, values = _select(scores, keep, banned)
+        recs = pl.DataFrame(
+            {
+                user_col: user_series.gather(rows),
+                item_col: items.gather(cols),
+                self._order_col: values,
+            }
+        )
+        t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
+        outside = t.filter(~pl.col(user_col).is_in(user_series.implode()))
+        if outside.height:
+            shown = outside[user_col].unique(maintain_order=True).head(_SHOW).to_list()
+            msg = (
+                f"truth has {outside.height} row(s) of users not in this batch, e.g. "
+                f"{shown}; give update_scores the truth rows of the batch's users only."
+            )
+            raise InputError(msg)
+        self.update(t, recs)
+
+    def _list_length(self, k: int | str | None, n_items: int) -> int:
+        """The list length to keep per user."""
+        if k == "all":
+            return n_items
+        if k is None:
+            uncut = [m.canonical for m in self._plan if m.k is None and m.spec.family != "rating"]
+            if uncut:
+                msg = (
+                    f"{', '.join(uncut[:_SHOW])} has no cutoff: its value needs each user's "
+                    "whole list; pass k='all' (or ask for it at a cutoff, e.g. 'mrr@10')."
+                )
+                raise InputError(msg)
+            return min(n_items, max((m.k or 0) for m in self._plan))
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            msg = f"k must be an integer >= 1, 'all' or None; got {k!r}."
+            raise InputError(msg)
+        return min(int(k), n_items)
 
     def _typed(self, t: pl.DataFrame, r: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         """Truth with its relevance column (1.0 when it has none) and ids cast as
