@@ -779,7 +779,7 @@ def evaluate_stream(
                         Path(tmp, name), key={"block": key.hash(seed=0) % n_blocks},
                         include_key=False, approximate_bytes_per_file=None,
                     ),
-                    maintain_order=True, mkdir=True,
+                    maintain_order=True, mkdir=True, compression="lz4",
                 )  # fmt: skip
             except (pl.exceptions.PolarsError, OSError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
