@@ -251,6 +251,9 @@ class Evaluator:
         self._rows = [0, 0]
         self._carry: tuple[pl.DataFrame, pl.DataFrame] | None = None
         self._blocks = 0
+        # False when the caller cuts the users itself (engine="stream": hashed users), so
+        # that no block can repeat a user and the users need not be kept
+        self._check_users = True
 
     # ------------------------------------------------------------------------------ update
 
@@ -269,7 +272,8 @@ class Evaluator:
             t, r = self._hold_last_user(t, r, user_col)
         if t.height == 0 and r.height == 0:
             return
-        self._check_new_users(t, r, user_col, ordered=self._sorted)
+        if self._check_users:
+            self._check_new_users(t, r, user_col, ordered=self._sorted)
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
@@ -443,7 +447,7 @@ class Evaluator:
                     "user id."
                 )
                 raise InputError(msg)
-        self._users.append(block)
+        self._users = [_concat_ids([*self._users, block])]  # one Series: no growing list
 
     def _start(self, t: pl.DataFrame, r: pl.DataFrame) -> None:
         """The context of every block (train popularity, the item table), from the first."""
@@ -759,6 +763,7 @@ def evaluate_stream(
         rating_range=options["rating_range"], id_type=kinds, columns=by_role,
         input_format=formats or None,
     )  # fmt: skip
+    ev._check_users = False  # the blocks below hold disjoint users by construction
     t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
     for schema, role in ((t_schema, "truth"), (r_schema, "recs")):
         if user_col not in schema:
