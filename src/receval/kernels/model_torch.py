@@ -9,7 +9,8 @@ column order, are kept and sorted stably). Only the counts and the top-K lists c
 the CPU, where :func:`receval.kernels.model.rank_from_counts` computes the metrics, so the
 numbers equal the CPU path's whenever the scores do.
 
-torch is optional: this module is imported only for torch factors.
+torch is optional: it is imported inside the functions, which run only for torch factors
+(so that this module imports, and its doctests collect, without torch).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import torch
 
 _TIED_BATCH = 256  # truth rows whose tie order is counted at once
 
@@ -45,6 +45,8 @@ def scan_block_torch(
 ) -> None:
     """Fill ``outputs`` (as :func:`receval.kernels.model.scan_block`) for one block of
     ``scores`` (a torch tensor, users x scored columns; it is overwritten)."""
+    import torch
+
     t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col, per_user, tie_key = layout[:9]
     key_col = layout[10]  # the columns in tie-key order (the top K's order of equal scores)
     t_score, above, tied, first_before, trec_before, n_cand, top_col, top_score, top_n = outputs
@@ -142,6 +144,8 @@ def _tie_order(
 ) -> None:
     """For truth rows tied with another candidate: the tied candidates that precede them in
     catalog order (columns below) or in trec_eval's order (a higher tie key)."""
+    import torch
+
     dev = masked.device
     tied_rows = np.flatnonzero(n_tied > 1)
     columns = torch.arange(masked.shape[1], device=dev)
@@ -159,4 +163,6 @@ def _tie_order(
 
 
 def _dev(values: np.ndarray, device: Any) -> Any:
+    import torch
+
     return torch.as_tensor(np.ascontiguousarray(values, dtype=np.int64), device=device)
