@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import receval
+from helpers.beyond import frames, make_case
 from receval import MetricSpec
-from test_beyond import frames, make_case
 
 SPECS = tuple(s for s in receval.list_metrics() if s.family == "beyond")
 IDS = [s.name for s in SPECS]

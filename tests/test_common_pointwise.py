@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 import receval
-from conftest import Case, random_case, recs_frame, truth_frame
+from helpers.cases import Case, random_case, recs_frame, truth_frame
 from receval import InputError, MetricSpec
 from receval._errors import UndefinedMetricWarning
 
