@@ -1,8 +1,9 @@
 """One evaluate call across metric families equals the families evaluated one at a time.
 
 ``evaluate`` builds the layout once and hands each family's metrics to its part; this module
-checks the merge (means in request order, per-user columns joined on the user, details) and
-that every registered metric has a registry-driven common suite.
+checks the merge (means in request order, per-user columns joined on the user, details). That
+every registered metric runs through the registry-driven common suite is checked in
+test_common.py.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import receval
-import test_common
-import test_common_beyond
-import test_common_pointwise
 from receval.datasets import make_interactions, make_items, make_train
 
 # the generated truth has rows without a recs row: rating metrics warn that they predict 0 there
@@ -98,15 +96,3 @@ def test_global_only_request_has_a_user_column_and_no_rows(data: dict[str, objec
     assert res.per_user.columns == ["user"]
     assert res.per_user.height == 0
     assert res.per_user.schema["user"] == data["truth"].schema["user"]  # type: ignore[attr-defined]
-
-
-def test_every_metric_has_a_common_suite() -> None:
-    suites = {
-        "ranking": test_common.SPECS,
-        "classification": test_common_pointwise.SPECS,
-        "rating": test_common_pointwise.SPECS,
-        "beyond": test_common_beyond.SPECS,
-    }
-    for spec in receval.list_metrics():
-        assert spec.family in suites, f"{spec.name}: family {spec.family!r} has no common suite"
-        assert spec in suites[spec.family], f"{spec.name} is not in its family's common suite"

@@ -16,22 +16,9 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import receval
+from helpers.rating import FUNCS, SKLEARN
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
-
-SKLEARN = {
-    "mae": skm.mean_absolute_error,
-    "mse": skm.mean_squared_error,
-    "rmse": skm.root_mean_squared_error,
-    "r2": skm.r2_score,
-}
-FUNCS: dict[str, Callable[..., float]] = {
-    "mae": receval.mae,
-    "mse": receval.mse,
-    "rmse": receval.rmse,
-    "r2": receval.r2,
-    "nmae": receval.nmae,
-}
 
 
 def ratings(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import brute
 import receval
-from conftest import (
+from helpers import brute
+from helpers.cases import (
     ALL_METRICS,
     Case,
     assert_matches_brute,

@@ -2,7 +2,7 @@
 client, and the same Result as the local engine (the engine uses the DataFrame API only).
 
 Runs in a subprocess: a local Connect server starts its own Spark in the process that asks
-for it, which must not meet the classic session of tests/test_spark.py.
+for it, which must not meet the classic session of tests/engines/test_spark.py.
 """
 
 from __future__ import annotations

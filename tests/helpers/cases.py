@@ -1,7 +1,8 @@
-"""Shared generators and helpers for the correctness suite.
+"""Random cases, their input frames and comparisons with the brute-force reference, shared by
+the correctness tests (ties, properties, the references, the common suite).
 
 Cases are ``(truth, recs)`` with ``truth = {user: {item: relevance}}`` and ``recs`` a list
-of ``(user, item, score)`` rows in input order (the data model of ``brute.py``). The
+of ``(user, item, score)`` rows in input order (the data model of ``helpers/brute.py``). The
 generators deliberately produce ties (small integer scores), users in truth without recs,
 users in recs without truth, users whose truth has no relevant item, users whose every
 judged item is relevant, and lists shorter than the cutoffs used in the tests.
@@ -18,7 +19,7 @@ from typing import Any
 import polars as pl
 from hypothesis import strategies as st
 
-import brute
+from helpers import brute
 
 # Item ids whose string order differs from their numeric order ("9" > "10").
 INT_ITEMS = (1, 2, 3, 5, 9, 10, 11, 19, 20, 42, 99, 100, 101, 250, 1000, 7)

@@ -3,9 +3,10 @@
 Every registered metric runs through ``engine="spark"`` (Spark DataFrames, repartitioned at
 random so that nothing leans on partition order; ``ties="first"`` on a DataFrame built in
 order) and the result must equal ``engine="local"`` on the same data to the last bit: means,
-``per_user``, counts, details and settings (``assert_same`` of test_shard.py, whose data this
-module reuses). Then: the ``partitions=`` option, files read by Spark, bad input, executors that
-cannot import a module, a missing pyspark, global metrics on 20k tied rows and the command line.
+``per_user``, counts, details and settings (``assert_same`` of tests/helpers/shard.py, whose data
+this module shares with test_shard.py). Then: the ``partitions=`` option, files read by Spark,
+bad input, executors that cannot import a module, a missing pyspark, global metrics on 20k tied
+rows and the command line.
 
 pyspark is a test dependency: a missing pyspark fails this module, it is never skipped.
 """
@@ -31,9 +32,9 @@ from typer.testing import CliRunner
 
 import receval
 import receval.engines.spark
+from helpers.shard import DATA, assert_same, family_metrics, groups
 from receval import InputError
 from receval.cli import app
-from test_shard import DATA, assert_same, family_metrics, groups
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 

@@ -20,8 +20,8 @@ from collections.abc import Hashable
 import pytest
 import pytrec_eval
 
-import brute
-from conftest import Case, assert_values_close, per_user, random_case, run_receval
+from helpers import brute
+from helpers.cases import Case, assert_values_close, per_user, random_case, run_receval
 
 KS = (1, 3, 5, 10, 20)
 # receval metric -> trec_eval measure

@@ -26,8 +26,8 @@ from collections.abc import Hashable
 
 import pytest
 
-import brute
-from conftest import Case, assert_values_close, per_user, random_case, run_receval
+from helpers import brute
+from helpers.cases import Case, assert_values_close, per_user, random_case, run_receval
 
 ranx = pytest.importorskip("ranx")
 

@@ -15,7 +15,7 @@ import pytest
 from sklearn import metrics as skm
 
 import receval
-from conftest import Case, random_case, recs_frame, truth_frame
+from helpers.cases import Case, random_case, recs_frame, truth_frame
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
 from receval.families.pointwise import labelled_rows

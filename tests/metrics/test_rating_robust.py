@@ -21,11 +21,11 @@ from polars.testing import assert_frame_equal
 from sklearn import metrics as skm
 
 import receval
+from helpers.rating import FUNCS, SKLEARN
+from helpers.shard import assert_same
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
 from receval.engines.shard import evaluate_sharded
-from test_rating import FUNCS, SKLEARN
-from test_shard import assert_same
 
 NAMES = list(FUNCS)
 USER_METRICS = [f"{n}(average=user)" for n in NAMES]

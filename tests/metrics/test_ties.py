@@ -17,9 +17,9 @@ from math import comb
 import polars as pl
 import pytest
 
-import brute
 import receval
-from conftest import (
+from helpers import brute
+from helpers.cases import (
     ALL_METRICS,
     Case,
     assert_matches_brute,
