@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.optional import import_torch
 
 TIES = ("expected", "first", "trec", "optimistic", "pessimistic")
 SPECS = {m.name: m for m in receval.list_metrics()}
@@ -1040,18 +1040,6 @@ def test_property_model_equals_brute_force(drawn: tuple[Case, Any, str]) -> None
 
 
 # ----------------------------------------------------------------------------- torch
-
-
-def import_torch() -> Any:
-    """torch, or a skip that says why (a failure when RECEVAL_REQUIRE_TORCH is set, as in
-    .ci/run, which installs the CPU build)."""
-    if os.environ.get("RECEVAL_REQUIRE_TORCH"):
-        import torch
-
-        return torch
-    return pytest.importorskip(
-        "torch", reason="torch is not installed: the torch scoring path is not tested"
-    )
 
 
 def test_torch_factors_equal_numpy_factors() -> None:

@@ -2,8 +2,9 @@
 for every registered metric, over random cuts of the users into blocks, merged evaluators and
 sorted blocks that cut users in two; and its bad input raises the exact errors.
 
-The data and the comparison are test_shard.py's (ties, short lists, users without recs or
-without relevant items, graded relevance, train with repeated rows, an item table)."""
+The data and the comparison are the shard tests' (tests/helpers/shard.py: ties, short lists,
+users without recs or without relevant items, graded relevance, train with repeated rows, an
+item table)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ import pytest
 from typer.testing import CliRunner
 
 import receval
+from helpers.optional import import_torch
+from helpers.shard import DATA, TIES, assert_same, family_metrics, groups
 from receval import InputError
 from receval.cli import app
 from receval.families.states import ScoreHistogram
 from receval.kernels.exact import total
-from test_shard import DATA, TIES, assert_same, family_metrics, groups
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -350,8 +352,6 @@ def test_update_scores_equals_evaluate_on_the_full_table(backend: str, ties: str
     whole = [*cut, "mrr", "map", "r_precision", "ndcg"]
     as_given: Any = scores
     if backend == "torch":
-        from test_model import import_torch
-
         as_given = import_torch().from_numpy(scores)
     table = full_table(scores, users, items, exclude)
     for metrics, k in ((cut, None), (whole, "all"), (cut, 12)):
