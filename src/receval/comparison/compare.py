@@ -406,15 +406,6 @@ def _check_options(
         raise InputError(msg)
 
 
-def _user_averaged(metric: Metric) -> bool:
-    """Whether a metric's mean is, by definition, the plain mean of its per-user values
-    (``recall(average=micro)`` and ``gauc`` weighted by impressions or clicks are not)."""
-    names = {p.name for p in metric.spec.params}
-    if "average" in names and metric.get("average") == "micro":
-        return False
-    return not ("weight" in names and metric.get("weight") != "uniform")
-
-
 def _rows(
     results: dict[str, Result],
     plan: tuple[Metric, ...],
@@ -496,9 +487,9 @@ def _kind(
     key = metric.canonical
     if columns is None:
         columns = {name: set(res.per_user.columns) for name, res in results.items()}
-    if any(key not in columns[name] for name in results):
+    if not metric.has_per_user() or any(key not in columns[name] for name in results):
         return "global"
-    if not _user_averaged(metric):
+    if metric.is_weighted():  # recall(average=micro), gauc weighted by impressions or clicks
         return "weighted"
     for res in results.values():  # guard: the reported mean must be the plain per-user mean
         col = res.per_user[key].drop_nulls().to_numpy()

@@ -77,8 +77,6 @@ Similarity = Literal["dot", "cosine"]
 ExcludedTruth = Literal["drop", "raise"]
 
 DEFAULT_BLOCK_MEMORY = "256MiB"
-_GLOBAL_ONLY = ("auc", "average_precision", "logloss", "accuracy", "ppv", "tpr", "fpr", "tnr",
-                "fbeta_score")  # fmt: skip
 _USERS_PER_CHUNK = 64
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
@@ -1113,9 +1111,7 @@ def _top_table(
 
 def check_model_metrics(plan: tuple[Metric, ...]) -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
-    refused = [
-        m.canonical for m in plan if m.spec.family == "classification" and m.name in _GLOBAL_ONLY
-    ]
+    refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
         msg = (
             f"{', '.join(refused)} cannot be computed from a model source: a global "
@@ -1352,7 +1348,7 @@ def _gauc_part(
         neg = n - pos
         with np.errstate(invalid="ignore", divide="ignore"):
             auc_u = np.where((pos > 0) & (neg > 0), twice[groups] / (2.0 * pos * neg), np.nan)
-        weight = str(m.get("weight"))
+        weight = m.str_param("weight")
         value, used, skipped = C.gauc_from_groups(auc_u, n, pos, weight)
         if not used:
             warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")

@@ -642,8 +642,7 @@ def evaluate_spark(
     threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
     global_rows = spec.thresholds() or any(
-        m.spec.family == "beyond" or (m.spec.family == "rating" and m.get("average") == "rows")
-        for m in plan
+        m.spec.family == "beyond" or (m.spec.family == "rating" and m.is_global()) for m in plan
     )
     if global_rows:  # read more than once: computed once
         out = out.persist(StorageLevel.MEMORY_AND_DISK)

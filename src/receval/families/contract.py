@@ -174,10 +174,7 @@ class Prepared:
 
     def threshold_of(self, metric: Metric) -> float:
         """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
-        if not any(p.name == "rel" for p in metric.spec.params):
-            return self.threshold
-        rel = metric.get("rel")
-        return self.threshold if rel is None else float(rel)  # type: ignore[arg-type]
+        return metric.threshold(self.threshold)
 
 
 @dataclass
