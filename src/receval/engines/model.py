@@ -32,7 +32,7 @@ import numba
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, MetricError
+from receval._errors import InputError, MetricError, check_choice, check_integer
 from receval.arrays import classification as C
 from receval.data.io import Inputs, check_exists
 from receval.data.layout import (
@@ -223,11 +223,7 @@ class FactorModel:
         similarity: Similarity = "dot",
         device: str | None = None,
     ) -> None:
-        if similarity not in get_args(Similarity):
-            msg = (
-                f"similarity must be one of {', '.join(get_args(Similarity))}; got {similarity!r}."
-            )
-            raise InputError(msg)
+        check_choice("similarity", similarity, get_args(Similarity))
         users = _on_device(_factor_matrix(user_factors, "user_factors"), device)
         items = _on_device(_factor_matrix(item_factors, "item_factors"), device)
         if _is_torch(users) != _is_torch(items):
@@ -1158,10 +1154,7 @@ def evaluate_model(
     if rank_col is not None:
         msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
         raise InputError(msg)
-    if excluded_truth not in get_args(ExcludedTruth):
-        choices = ", ".join(get_args(ExcludedTruth))
-        msg = f"excluded_truth must be one of {choices}; got {excluded_truth!r}."
-        raise InputError(msg)
+    check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
     block_bytes = parse_memory(block_memory)
     k_beyond = check_model_metrics(plan)
     user_col, item_col = inputs.user_col, inputs.item_col
@@ -1437,9 +1430,7 @@ def topk(
             f"{type(model).__name__}."
         )
         raise InputError(msg)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        msg = f"k must be an integer >= 1; got {k!r}."
-        raise InputError(msg)
+    check_integer("k", k, 1, kinds=(int, np.integer))
     kinds = check_id_type(id_type)
     block_bytes = parse_memory(block_memory)
     if users is None:

@@ -33,7 +33,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -48,6 +48,7 @@ from receval.families.contract import (
     Part,
     TiesPolicy,
     check_inputs,
+    check_policies,
     check_threshold,
     join_per_user,
     no_evaluated_message,
@@ -471,12 +472,7 @@ def spec_of(
 ) -> ShardSpec:
     """The :class:`ShardSpec` of a request (options checked as :func:`receval.evaluate`)."""
     plan = parse_metrics(metrics)
-    if ties not in get_args(TiesPolicy):
-        msg = f"ties must be one of {', '.join(get_args(TiesPolicy))}; got {ties!r}."
-        raise InputError(msg)
-    if no_recs not in get_args(NoRecsPolicy):
-        msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
-        raise InputError(msg)
+    check_policies(ties, no_recs)
     return ShardSpec(
         metrics=tuple(m.canonical for m in plan), user_col=user_col, item_col=item_col,
         order_col=rank_col if rank_col is not None else score_col, by_rank=rank_col is not None,
