@@ -602,7 +602,7 @@ class _Scorer:
         there) or with ids ``users`` (a ScoreModel: a NumPy array). NumPy factors are scored
         by :func:`_scan_factors`."""
         model = self.model
-        if isinstance(model, FactorModel):  # stays on the device: _model_torch scans it there
+        if isinstance(model, FactorModel):  # stays on the device: kernels.model_torch scans it
             import torch
 
             with torch.no_grad():
