@@ -1,9 +1,12 @@
-"""Library errors. Every error raised on bad input subclasses :class:`RecevalError`."""
+"""Library errors. Every error raised on bad input subclasses :class:`RecevalError`; the checks
+of option values that many modules share (:func:`check_choice`, :func:`check_integer`) raise
+them with one wording."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from typing import cast
 
 __all__ = [
     "EngineError",
@@ -13,6 +16,8 @@ __all__ = [
     "RecevalError",
     "UndefinedMetricWarning",
     "about",
+    "check_choice",
+    "check_integer",
 ]
 
 
@@ -53,3 +58,46 @@ def about(subject: str) -> Iterator[None]:
         yield
     except RecevalError as exc:
         raise type(exc)(f"{subject}: {exc}") from exc
+
+
+def check_choice(
+    name: str, value: object, choices: Collection[object], *, listed: str = "", more: str = ""
+) -> None:
+    """:class:`InputError` unless ``value`` is one of ``choices``.
+
+    The message is ``"{name} must be one of {listed}{more}; got {value!r}."``, ``listed``
+    being the choices joined by commas unless given.
+
+    >>> check_choice("ties", "random", ("first", "trec"))
+    Traceback (most recent call last):
+    ...
+    receval._errors.InputError: ties must be one of first, trec; got 'random'.
+    """
+    if value not in choices:
+        shown = listed or ", ".join(map(str, choices))
+        msg = f"{name} must be one of {shown}{more}; got {value!r}."
+        raise InputError(msg)
+
+
+def check_integer(
+    name: str,
+    value: object,
+    minimum: int,
+    *,
+    kinds: type | tuple[type, ...] = int,
+    more: str = "",
+) -> int:
+    """``value`` as an int, or :class:`InputError` unless it is an integer (an instance of
+    ``kinds``, never a bool) >= ``minimum``: ``"{name} must be an integer >= {minimum}{more};
+    got {value!r}."``.
+
+    >>> check_integer("k", 0, 1)
+    Traceback (most recent call last):
+    ...
+    receval._errors.InputError: k must be an integer >= 1; got 0.
+    """
+    integer = not isinstance(value, bool) and isinstance(value, kinds)
+    if not integer or cast(int, value) < minimum:
+        msg = f"{name} must be an integer >= {minimum}{more}; got {value!r}."
+        raise InputError(msg)
+    return int(cast(int, value))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, get_args
 
-from receval._errors import InputError
+from receval._errors import InputError, check_choice
 from receval.data.io import ROLES, Inputs, check_exists
 from receval.data.layout import IdTypeArg, check_column_names, check_id_type
 from receval.engines.local import evaluate_local
@@ -182,9 +182,7 @@ def evaluate(
     >>> receval.evaluate(truth, recs, "mrr")["mrr"]
     0.875
     """
-    if engine not in get_args(Engine):
-        msg = f"engine must be one of {', '.join(get_args(Engine))}; got {engine!r}."
-        raise InputError(msg)
+    check_choice("engine", engine, get_args(Engine))
     kinds = check_id_type(id_type)
     use_spark = engine == "spark" or (
         engine == "auto" and any(map(is_spark_frame, (truth, recs, train, items)))

@@ -1,4 +1,4 @@
-"""Every input source gives the same result (CONTRACT.md "truth / recs").
+"""Every input source gives the same result (docs/CONTRACT.md "truth / recs").
 
 Sources: Polars DataFrame and LazyFrame, pandas DataFrame, PyArrow Table and RecordBatch,
 Parquet / CSV / TSV paths (str and pathlib), nested dicts and TREC qrels + run files.

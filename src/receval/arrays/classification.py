@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from numba import njit, prange
 
-from receval._errors import InputError, UndefinedMetricWarning
+from receval._errors import InputError, UndefinedMetricWarning, check_choice
 from receval.data.layout import FLOAT_EXACT, inexact_integers_message
 from receval.kernels.exact import CAP, grow, parts, total
 from receval.kernels.pools import check_pools
@@ -416,9 +416,7 @@ def gauc_weights(rows: np.ndarray, positives: np.ndarray, weight: str) -> np.nda
 
 def check_weight(weight: str) -> None:
     """Raise unless ``weight`` is a GAUC weight."""
-    if weight not in get_args(GaucWeight):
-        msg = f"`weight` must be one of {', '.join(get_args(GaucWeight))}; got {weight!r}."
-        raise InputError(msg)
+    check_choice("`weight`", weight, get_args(GaucWeight))
 
 
 def ratio(num: float, den: float, what: str) -> float:

@@ -24,7 +24,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from receval._errors import InputError, RecevalError
+from receval._errors import InputError, RecevalError, check_choice, check_integer
 from receval.cli.common import (
     BlockMemoryOpt,
     CandidatesOpt,
@@ -279,11 +279,8 @@ def evaluate_cmd(
                 raise InputError(msg)
         model = _model_source(settings, engine)
         fmt_value = settings.pop("format")
-        try:
-            out_format = Format(fmt_value)
-        except ValueError:
-            msg = f"format must be one of table, json, csv; got {fmt_value!r}."
-            raise InputError(msg) from None
+        check_choice("format", fmt_value, tuple(Format))
+        out_format = Format(fmt_value)
         out_path = settings.pop("per_user")
         check_outputs(
             {"--per-user": out_path},
@@ -575,9 +572,7 @@ def demo_cmd(
     the top-10 lists against a generated training set.
     """
     try:
-        if users < 1:
-            msg = f"--users must be an integer >= 1; got {users}."
-            raise InputError(msg)
+        check_integer("--users", users, 1)
         with compile_notice(err):  # a first run compiles the generator's kernels
             data = make_interactions(users, n_recs=recs_per_user, seed=seed)
         n_items = max(1000, 10 * recs_per_user, users // 2)  # make_interactions' catalog

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from receval._errors import InputError, RecevalError
+from receval._errors import InputError, RecevalError, check_choice
 from receval.cli.common import (
     ColumnsOpt,
     IdTypeOpt,
@@ -320,11 +320,8 @@ def _settings(
 
 
 def _compare_format(value: Any) -> CompareFormat:
-    try:
-        return CompareFormat(value)
-    except ValueError:
-        msg = f"format must be one of {', '.join(CompareFormat)}; got {value!r}."
-        raise InputError(msg) from None
+    check_choice("format", value, tuple(CompareFormat))
+    return CompareFormat(value)
 
 
 def register_compare_commands(app: typer.Typer) -> None:

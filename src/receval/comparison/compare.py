@@ -17,7 +17,7 @@ from typing import Any, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, about
+from receval._errors import InputError, about, check_choice, check_integer
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
     CiMethod,
@@ -383,36 +383,14 @@ def _check_options(
     if bad:
         msg = f"run names must be non-empty strings; got {bad[:5]!r}."
         raise InputError(msg)
-    if test not in get_args(TestName):
-        msg = f"test must be one of {', '.join(get_args(TestName))}; got {test!r}."
-        raise InputError(msg)
-    if correction is not None and correction not in get_args(Correction):
-        msg = (
-            f"correction must be one of {', '.join(get_args(Correction))} or None; "
-            f"got {correction!r}."
-        )
-        raise InputError(msg)
+    check_choice("test", test, get_args(TestName))
+    if correction is not None:
+        check_choice("correction", correction, get_args(Correction), more=" or None")
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
         msg = f"alpha must be a number strictly between 0 and 1; got {alpha!r}."
         raise InputError(msg)
-    if isinstance(n_permutations, bool) or not isinstance(n_permutations, int):
-        msg = f"n_permutations must be an integer >= 1; got {n_permutations!r}."
-        raise InputError(msg)
-    if n_permutations < 1:
-        msg = f"n_permutations must be an integer >= 1; got {n_permutations!r}."
-        raise InputError(msg)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        msg = f"seed must be an integer >= 0; got {seed!r}."
-        raise InputError(msg)
-
-
-def _user_averaged(metric: Metric) -> bool:
-    """Whether a metric's mean is, by definition, the plain mean of its per-user values
-    (``recall(average=micro)`` and ``gauc`` weighted by impressions or clicks are not)."""
-    names = {p.name for p in metric.spec.params}
-    if "average" in names and metric.get("average") == "micro":
-        return False
-    return not ("weight" in names and metric.get("weight") != "uniform")
+    check_integer("n_permutations", n_permutations, 1)
+    check_integer("seed", seed, 0)
 
 
 def _rows(
@@ -496,9 +474,9 @@ def _kind(
     key = metric.canonical
     if columns is None:
         columns = {name: set(res.per_user.columns) for name, res in results.items()}
-    if any(key not in columns[name] for name in results):
+    if not metric.has_per_user() or any(key not in columns[name] for name in results):
         return "global"
-    if not _user_averaged(metric):
+    if metric.is_weighted():  # recall(average=micro), gauc weighted by impressions or clicks
         return "weighted"
     for res in results.values():  # guard: the reported mean must be the plain per-user mean
         col = res.per_user[key].drop_nulls().to_numpy()

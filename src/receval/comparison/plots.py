@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from receval._errors import InputError, about
+from receval._errors import InputError, about, check_choice
 from receval.arrays.classification import auc, average_precision, pr_curve, roc_curve
 from receval.data.io import atomic_path
 from receval.evaluation import evaluate
@@ -308,9 +308,7 @@ def per_user(
 
     ``source`` is a :class:`~receval.Comparison` or a mapping ``{model name: Result}``.
     """
-    if kind not in ("box", "violin"):
-        msg = f"kind must be one of box, violin; got {kind!r}."
-        raise InputError(msg)
+    check_choice("kind", kind, ("box", "violin"))
     values = _per_user_values(source, metric)
     names = list(values)
     data = [values[n] for n in names]

@@ -25,7 +25,7 @@ from typing import Literal, get_args
 import numba
 import numpy as np
 
-from receval._errors import InputError
+from receval._errors import InputError, check_choice, check_integer
 
 __all__ = [
     "CiMethod",
@@ -201,14 +201,12 @@ def paired_test(
     seed: int = 0,
 ) -> float:
     """The two-sided p-value of ``test`` on paired values ``a`` and ``b``."""
+    check_choice("test", test, get_args(TestName))
     if test == "paired_t":
         return paired_t(a, b)
     if test == "wilcoxon":
         return wilcoxon(a, b)
-    if test == "randomization":
-        return randomization(a, b, n_permutations=n_permutations, seed=seed)
-    msg = f"test must be one of {', '.join(get_args(TestName))}; got {test!r}."
-    raise InputError(msg)
+    return randomization(a, b, n_permutations=n_permutations, seed=seed)
 
 
 def cohens_d(a: np.ndarray, b: np.ndarray) -> float:
@@ -254,11 +252,7 @@ def correct(p_values: np.ndarray, method: Correction | None) -> np.ndarray:
     out = p.copy()
     if method is None:
         return out
-    if method not in get_args(Correction):
-        msg = (
-            f"correction must be one of {', '.join(get_args(Correction))} or None; got {method!r}."
-        )
-        raise InputError(msg)
+    check_choice("correction", method, get_args(Correction), more=" or None")
     keep = np.flatnonzero(~np.isnan(p))
     m = keep.size
     if m == 0:
@@ -353,12 +347,8 @@ def bootstrap_ci(
     if not 0 < confidence < 1:
         msg = f"confidence must be a number strictly between 0 and 1; got {confidence!r}."
         raise InputError(msg)
-    if method not in get_args(CiMethod):
-        msg = f"ci must be one of {', '.join(get_args(CiMethod))}; got {method!r}."
-        raise InputError(msg)
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 2:
-        msg = f"n_resamples must be an integer >= 2; got {n_resamples!r}."
-        raise InputError(msg)
+    check_choice("ci", method, get_args(CiMethod))
+    check_integer("n_resamples", n_resamples, 2)
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]

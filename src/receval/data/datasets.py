@@ -46,7 +46,7 @@ import polars as pl
 from numba import njit
 from numpy.typing import NDArray
 
-from receval._errors import InputError
+from receval._errors import InputError, check_choice, check_integer
 from receval.kernels.pools import run_chunks
 
 __all__ = ["Interactions", "make_interactions", "make_items", "make_train"]
@@ -193,9 +193,7 @@ def make_interactions(
     if not (math.isfinite(signal) and signal >= 0):
         msg = f"signal must be a finite number >= 0; got {signal!r}."
         raise InputError(msg)
-    if ids not in ("int", "str"):
-        msg = f"ids must be one of 'int', 'str'; got {ids!r}."
-        raise InputError(msg)
+    check_choice("ids", ids, ("int", "str"), listed="'int', 'str'")
 
     rng = np.random.default_rng(seed)
     item_of_rank = rng.permutation(n_items).astype(np.int64)
@@ -260,11 +258,7 @@ def make_interactions(
 
 
 def _check_int(name: str, value: object, minimum: int, *, or_none: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        msg = (
-            f"{name} must be an integer >= {minimum}{' or None' if or_none else ''}; got {value!r}."
-        )
-        raise InputError(msg)
+    check_integer(name, value, minimum, more=" or None" if or_none else "")
 
 
 def _offsets(lengths: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -32,7 +32,7 @@ import numba
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, MetricError
+from receval._errors import InputError, MetricError, check_choice, check_integer
 from receval.arrays import classification as C
 from receval.data.io import Inputs, check_exists
 from receval.data.layout import (
@@ -77,8 +77,6 @@ Similarity = Literal["dot", "cosine"]
 ExcludedTruth = Literal["drop", "raise"]
 
 DEFAULT_BLOCK_MEMORY = "256MiB"
-_GLOBAL_ONLY = ("auc", "average_precision", "logloss", "accuracy", "ppv", "tpr", "fpr", "tnr",
-                "fbeta_score")  # fmt: skip
 _USERS_PER_CHUNK = 64
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
@@ -225,11 +223,7 @@ class FactorModel:
         similarity: Similarity = "dot",
         device: str | None = None,
     ) -> None:
-        if similarity not in get_args(Similarity):
-            msg = (
-                f"similarity must be one of {', '.join(get_args(Similarity))}; got {similarity!r}."
-            )
-            raise InputError(msg)
+        check_choice("similarity", similarity, get_args(Similarity))
         users = _on_device(_factor_matrix(user_factors, "user_factors"), device)
         items = _on_device(_factor_matrix(item_factors, "item_factors"), device)
         if _is_torch(users) != _is_torch(items):
@@ -608,7 +602,7 @@ class _Scorer:
         there) or with ids ``users`` (a ScoreModel: a NumPy array). NumPy factors are scored
         by :func:`_scan_factors`."""
         model = self.model
-        if isinstance(model, FactorModel):  # stays on the device: _model_torch scans it there
+        if isinstance(model, FactorModel):  # stays on the device: kernels.model_torch scans it
             import torch
 
             with torch.no_grad():
@@ -1113,9 +1107,7 @@ def _top_table(
 
 def check_model_metrics(plan: tuple[Metric, ...]) -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
-    refused = [
-        m.canonical for m in plan if m.spec.family == "classification" and m.name in _GLOBAL_ONLY
-    ]
+    refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
         msg = (
             f"{', '.join(refused)} cannot be computed from a model source: a global "
@@ -1162,10 +1154,7 @@ def evaluate_model(
     if rank_col is not None:
         msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
         raise InputError(msg)
-    if excluded_truth not in get_args(ExcludedTruth):
-        choices = ", ".join(get_args(ExcludedTruth))
-        msg = f"excluded_truth must be one of {choices}; got {excluded_truth!r}."
-        raise InputError(msg)
+    check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
     block_bytes = parse_memory(block_memory)
     k_beyond = check_model_metrics(plan)
     user_col, item_col = inputs.user_col, inputs.item_col
@@ -1352,7 +1341,7 @@ def _gauc_part(
         neg = n - pos
         with np.errstate(invalid="ignore", divide="ignore"):
             auc_u = np.where((pos > 0) & (neg > 0), twice[groups] / (2.0 * pos * neg), np.nan)
-        weight = str(m.get("weight"))
+        weight = m.str_param("weight")
         value, used, skipped = C.gauc_from_groups(auc_u, n, pos, weight)
         if not used:
             warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
@@ -1441,9 +1430,7 @@ def topk(
             f"{type(model).__name__}."
         )
         raise InputError(msg)
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        msg = f"k must be an integer >= 1; got {k!r}."
-        raise InputError(msg)
+    check_integer("k", k, 1, kinds=(int, np.integer))
     kinds = check_id_type(id_type)
     block_bytes = parse_memory(block_memory)
     if users is None:

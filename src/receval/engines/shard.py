@@ -33,7 +33,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -48,6 +48,7 @@ from receval.families.contract import (
     Part,
     TiesPolicy,
     check_inputs,
+    check_policies,
     check_threshold,
     join_per_user,
     no_evaluated_message,
@@ -78,22 +79,11 @@ _CONSTANT_DETAILS = {
     "catalog", "catalog_size", "similarity", "train_users", "head_items", "head_share",
     "rating_range",
 }  # fmt: skip
-_PER_USER_BEYOND = ("ils", "diversity", "novelty", "arp", "long_tail")
 
 
 def per_user_metrics(plan: tuple[Metric, ...]) -> list[str]:
     """Canonical names of the metrics in ``plan`` that have a per-user column."""
-    out = []
-    for m in plan:
-        family = m.spec.family
-        if (
-            family == "ranking"
-            or m.name == "gauc"
-            or (family == "rating" and m.get("average") == "user")
-            or (family == "beyond" and m.name in _PER_USER_BEYOND)
-        ):
-            out.append(m.canonical)
-    return out
+    return [m.canonical for m in plan if m.has_per_user()]
 
 
 @dataclass(frozen=True)
@@ -129,9 +119,8 @@ class ShardSpec:
         bit ``j`` of a scored row's label bits is its label at ``thresholds()[j]``."""
         out: list[float] = []
         for m in self.plan:
-            if m.name in ("auc", "average_precision"):
-                rel = m.get("rel")
-                value = self.threshold if rel is None else float(rel)  # type: ignore[arg-type]
+            if m.spec.ranks_rows:
+                value = m.threshold(self.threshold)
                 if value not in out:
                     out.append(value)
         return out
@@ -388,10 +377,9 @@ class Merger:
                 nums, n, dens = self.sums[name]
                 den = total(np.concatenate(dens)) if dens else float(n)
                 means[name] = total(np.concatenate(nums)) / den if den else math.nan
-            elif m.name in ("auc", "average_precision"):
+            elif m.spec.ranks_rows:
                 assert scored is not None and ap is not None
-                rel = m.get("rel")
-                j = thresholds.index(spec.threshold if rel is None else float(rel))  # type: ignore[arg-type]
+                j = thresholds.index(m.threshold(spec.threshold))
                 twice, n_pos, n_neg = scored[j]
                 if m.name == "auc":
                     need_classes(m, n_pos, n_pos + n_neg, thresholds[j])
@@ -408,7 +396,7 @@ class Merger:
                     info["fp"],
                     info["fn"],
                     info["tn"],
-                    float(m.get("threshold")),  # type: ignore[arg-type]
+                    m.float_param("threshold"),
                 )
                 means[name] = thresholded(m, cm)
             elif m.spec.family == "rating":
@@ -436,7 +424,7 @@ class Merger:
             sstot if sstot is not None else np.zeros(0),
         )[None, :]  # fmt: skip
         width = math.nan
-        if m.name == "nmae":
+        if m.spec.uses_rating_range:
             lo, hi = info["rating_range"]
             width = R.rating_width(lo, hi)
         values, _ = R.values_from_sums(m.name, sums, width)
@@ -484,12 +472,7 @@ def spec_of(
 ) -> ShardSpec:
     """The :class:`ShardSpec` of a request (options checked as :func:`receval.evaluate`)."""
     plan = parse_metrics(metrics)
-    if ties not in get_args(TiesPolicy):
-        msg = f"ties must be one of {', '.join(get_args(TiesPolicy))}; got {ties!r}."
-        raise InputError(msg)
-    if no_recs not in get_args(NoRecsPolicy):
-        msg = f"no_recs must be one of {', '.join(get_args(NoRecsPolicy))}; got {no_recs!r}."
-        raise InputError(msg)
+    check_policies(ties, no_recs)
     return ShardSpec(
         metrics=tuple(m.canonical for m in plan), user_col=user_col, item_col=item_col,
         order_col=rank_col if rank_col is not None else score_col, by_rank=rank_col is not None,
@@ -524,7 +507,7 @@ def build_context(
     rating range for ``nmae``, the item table or the catalog, train popularity), each asked
     of ``sources`` only when a metric of ``plan`` needs it."""
     out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
-    if any(m.name == "nmae" for m in plan) and options.get("rating_range") is None:
+    if any(m.spec.uses_rating_range for m in plan) and options.get("rating_range") is None:
         out["_observed_range"] = sources.truth_range()
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if not beyond:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from receval._errors import EngineError, InputError, MetricError, RecevalError
+from receval._errors import EngineError, InputError, MetricError, RecevalError, check_integer
 from receval._version import __version__
 from receval.data.io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
@@ -106,12 +106,9 @@ def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) 
     """``partitions`` as an int (or None), after checking the Spark engine's options before
     any Spark job: ``partitions`` an integer >= 1, ``spark`` a SparkSession (classic or Spark
     Connect); with the local engine (``use_spark`` false) neither may be given."""
-    if partitions is not None and (
-        isinstance(partitions, bool) or not isinstance(partitions, numbers.Integral)
-        or partitions < 1
-    ):  # fmt: skip
-        msg = f"partitions must be an integer >= 1; got {partitions!r}."
-        raise InputError(msg)
+    count: int | None = None
+    if partitions is not None:
+        count = check_integer("partitions", partitions, 1, kinds=numbers.Integral)
     if spark is not None and not any(
         c.__name__ == "SparkSession" and c.__module__.startswith("pyspark.sql")
         for c in type(spark).__mro__
@@ -127,7 +124,7 @@ def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) 
                     "local engine."
                 )
                 raise InputError(msg)
-    return None if partitions is None else int(partitions)
+    return count
 
 
 def session(master: str = "local[*]", **conf: str) -> Any:
@@ -642,8 +639,7 @@ def evaluate_spark(
     threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
     global_rows = spec.thresholds() or any(
-        m.spec.family == "beyond" or (m.spec.family == "rating" and m.get("average") == "rows")
-        for m in plan
+        m.spec.family == "beyond" or (m.spec.family == "rating" and m.is_global()) for m in plan
     )
     if global_rows:  # read more than once: computed once
         out = out.persist(StorageLevel.MEMORY_AND_DISK)

@@ -76,9 +76,6 @@ __all__ = [
     "warn_in_train",
 ]
 
-_PER_USER = ("ils", "diversity", "novelty", "arp", "long_tail")
-_NEEDS_TRAIN = ("novelty", "arp", "long_tail")
-_NEEDS_FEATURES = ("ils", "diversity")
 _SHOW = 5
 _ONE = f"{INTERNAL}_one__"
 
@@ -104,7 +101,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         off, codes = ctx.top(m.k)
         name = m.name
         info: dict[str, Any] = {"users": n_users}
-        if name in ("coverage", "gini", "entropy"):
+        if m.is_global():
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
             if shard:  # exposure sums over every shard's users before it has a value
                 part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), None))
@@ -112,7 +109,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                 means[m.canonical] = global_value(
                     name, *exposure_histogram(ctx.exposure(m.k)), ctx.n_catalog
                 )
-        elif name in _NEEDS_TRAIN:
+        elif m.spec.needs_train:
             pop = ctx.popularity()
             absent = np.count_nonzero((ctx.exposure(m.k) > 0) & (pop.counts == 0))
             info.update(train_users=pop.n_users, not_in_train=int(absent))
@@ -124,7 +121,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             elif name == "arp":
                 row_values = pop.counts.astype(np.float64)[codes]
             else:
-                in_head, head_items, head_share = pop.head(float(m.get("head")))  # type: ignore[arg-type]
+                in_head, head_items, head_share = pop.head(m.float_param("head"))
                 row_values = (~in_head[codes]).astype(np.float64)
                 info.update(head_items=head_items, head_share=head_share)
             values = np.add.reduceat(row_values, off[:-1]) / np.diff(off)
@@ -188,13 +185,13 @@ def global_value(name: str, values: np.ndarray, counts: np.ndarray, n_catalog: i
 def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
     """Name the missing argument before reading anything."""
     for m in plan:
-        if m.name in _NEEDS_TRAIN and options.get("train") is None and "_popularity" not in options:
+        if m.spec.needs_train and options.get("train") is None and "_popularity" not in options:
             msg = (
                 f"{m.canonical} needs item popularity from training interactions; pass "
                 "train= (rows (user, item), same sources as truth; --train on the command line)."
             )
             raise InputError(msg)
-        if m.name in _NEEDS_FEATURES:
+        if m.spec.needs_item_features:
             features = options.get("item_features")
             if features is None:
                 msg = (

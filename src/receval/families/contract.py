@@ -21,7 +21,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError
+from receval._errors import InputError, check_choice
 from receval.data.layout import Grouped, check_frame
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
@@ -64,12 +64,8 @@ NO_RECS: tuple[str, ...] = get_args(NoRecsPolicy)
 
 def check_policies(ties: object, no_recs: object) -> None:
     """:class:`InputError` unless ``ties`` and ``no_recs`` name one of their policies."""
-    if ties not in TIES:
-        msg = f"ties must be one of {', '.join(TIES)}; got {ties!r}."
-        raise InputError(msg)
-    if no_recs not in NO_RECS:
-        msg = f"no_recs must be one of {', '.join(NO_RECS)}; got {no_recs!r}."
-        raise InputError(msg)
+    check_choice("ties", ties, TIES)
+    check_choice("no_recs", no_recs, NO_RECS)
 
 
 def check_threshold(value: object) -> float:
@@ -174,10 +170,7 @@ class Prepared:
 
     def threshold_of(self, metric: Metric) -> float:
         """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
-        if not any(p.name == "rel" for p in metric.spec.params):
-            return self.threshold
-        rel = metric.get("rel")
-        return self.threshold if rel is None else float(rel)  # type: ignore[arg-type]
+        return metric.threshold(self.threshold)
 
 
 @dataclass

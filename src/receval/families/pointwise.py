@@ -28,8 +28,6 @@ from receval.metrics.registry import Metric
 
 __all__ = ["classification_part", "labelled_rows", "rating_part"]
 
-_THRESHOLDED = {"accuracy", "ppv", "tpr", "fpr", "tnr", "fbeta_score"}
-
 
 def labelled_rows(
     truth: Any,
@@ -156,7 +154,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             "rows_of_users_not_in_truth": left_out,
         }
         name = m.name
-        if shard and name in ("auc", "average_precision"):
+        if shard and m.spec.ranks_rows:
             # a global sort over every shard's rows: the engine merges (labels, scores)
             part.pending[m.canonical] = ("scored", (threshold, labels, scores))
             details[m.canonical] = info
@@ -182,8 +180,8 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             columns[m.canonical] = column
             part.sums[m.canonical] = sums
             info.update(users_used=used, users_skipped=skipped)
-        elif name in _THRESHOLDED:
-            cut = float(m.get("threshold"))  # type: ignore[arg-type]
+        elif m.spec.thresholded:
+            cut = m.float_param("threshold")
             cm = C.confusion_counts(labels, scores, cut)
             info.update(tp=cm.tp, fp=cm.fp, fn=cm.fn, tn=cm.tn)
             if shard:
@@ -258,7 +256,7 @@ def _gauc(
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
     rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
-    weight = str(m.get("weight"))
+    weight = m.str_param("weight")
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
     if not used:
         warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
@@ -277,7 +275,7 @@ def thresholded(m: Metric, cm: C.ConfusionMatrix) -> float:
             "tpr": lambda: cm.tpr,
             "fpr": lambda: cm.fpr,
             "tnr": lambda: cm.tnr,
-            "fbeta_score": lambda: cm.fbeta(float(m.get("beta"))),  # type: ignore[arg-type]
+            "fbeta_score": lambda: cm.fbeta(m.float_param("beta")),
         }[m.name]()
     if math.isnan(value):
         warn_nan(name, f"0/0 with TP={cm.tp}, FP={cm.fp}, FN={cm.fn}, TN={cm.tn}")
@@ -353,7 +351,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         lo, hi = float(prep.t_rel.min()), float(prep.t_rel.max())
     else:  # a shard without truth rows, and no nmae (which gets the observed range)
         lo, hi = math.nan, math.nan
-    if range_given is not None and any(m.name == "nmae" for m in plan):
+    if range_given is not None and any(m.spec.uses_rating_range for m in plan):
         _check_in_range(prep, tuple(range_given), lo, hi)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
@@ -362,11 +360,11 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     global_sums: np.ndarray | None = None
     user_sums: np.ndarray | None = None
     for m in plan:
-        width = R.rating_width(lo, hi) if m.name == "nmae" else math.nan
+        width = R.rating_width(lo, hi) if m.spec.uses_rating_range else math.nan
         info: dict[str, Any] = {"rows": int(y.shape[0]), "missing_predictions": n_missing}
-        if m.name == "nmae":
+        if m.spec.uses_rating_range:
             info["rating_range"] = [lo, hi]
-        if shard and m.get("average") == "rows":
+        if shard and m.is_global():
             # exact sums over every shard's rows; SS_tot needs the mean of all of them first
             s_abs, s_sq, s_y = R.row_parts(y, pred)
             ys, ns = np.unique(y, return_counts=True)
@@ -378,7 +376,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             warn_nan(m.canonical, "no truth row has a predicted rating")
             details[m.canonical] = info
             continue
-        if m.get("average") == "rows":
+        if m.is_global():
             if global_sums is None:
                 global_sums = R.global_sums(y, pred)[None, :]
             values, undefined = R.values_from_sums(m.name, global_sums, width)
@@ -408,7 +406,8 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                         UndefinedMetricWarning,
                         stacklevel=4,
                     )
-            if math.isnan(means[m.canonical]) and not defined.size and m.name != "nmae":
+            scale = m.spec.uses_rating_range  # a scale of zero width has warned already
+            if math.isnan(means[m.canonical]) and not defined.size and not scale:
                 warn_nan(m.canonical, "no user has a defined value")
             columns[m.canonical] = values
         details[m.canonical] = info

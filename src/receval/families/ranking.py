@@ -225,13 +225,11 @@ def plan_arrays(
     thresholds = {threshold: 0}  # threshold -> its column, in first-seen order
     thr_idx = []
     for m in ranking:
-        rel = m.get("rel")
-        value = threshold if rel is None else float(rel)  # type: ignore[arg-type]
-        thr_idx.append(thresholds.setdefault(value, len(thresholds)))
+        thr_idx.append(thresholds.setdefault(m.threshold(threshold), len(thresholds)))
     t_gain, gain_idx = gain_matrix(ranking, t_rel, relevance_col)
     ops = np.array(
         [
-            K.OP_HITS if m.name == "recall" and m.get("average") == "micro" else OPS[m.name]
+            K.OP_HITS if m.name == "recall" and m.str_param("average") == "micro" else OPS[m.name]
             for m in ranking
         ],
         dtype=np.int64,
@@ -331,11 +329,11 @@ def match(
 
 def fpar(m: Metric) -> float:
     if m.name == "fbeta":
-        return float(m.get("beta"))  # type: ignore[arg-type]
+        return m.float_param("beta")
     if m.name == "f1":
         return 1.0
     if m.name == "map":
-        return 1.0 if m.get("denominator") == "min" else 0.0
+        return 1.0 if m.str_param("denominator") == "min" else 0.0
     if m.name == "ndcg_k" and m.k is not None:  # the ideal DCG of K items of gain 1
         if m.k > NDCG_K_MAX:
             msg = (

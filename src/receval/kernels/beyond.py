@@ -6,8 +6,8 @@ The drivers that every beyond metric calls (the top-K selection ``_select_small_
 ``_select_top_chunk``, and ``_mark_chunk`` / ``_lookup_chunk``, passes over item ids in chunks
 of rows) are ``nogil`` kernels over one chunk, run on Python threads by
 :func:`receval.kernels.pools.run_chunks`: a first run compiles them much faster than
-``prange`` loops (benchmarks/README.md, "Cold start"). The others (``ils``, ``diversity``) are
-``prange`` drivers. Everything accumulates in float64.
+``prange`` loops (benchmarks/README.md, "Cold start"). The others (``_ils_vectors``,
+``_ils_jaccard``, ``_list_pairs``) are ``prange`` drivers. Everything accumulates in float64.
 
 Input layout: the recs rows grouped by user (``offsets``), per row a ``score`` (higher first;
 ``sign = -1`` reads ranks that way without a copy) and a ``tie`` key (lower first) that decides

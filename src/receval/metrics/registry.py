@@ -42,6 +42,7 @@ from typing import Literal
 from receval._errors import MetricError
 
 __all__ = [
+    "Aggregation",
     "Family",
     "Metric",
     "MetricSpec",
@@ -58,6 +59,12 @@ Family = Literal["ranking", "classification", "rating", "beyond"]
 """What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
 labels (``classification``), predicted ratings (``rating``), or the lists themselves
 (``beyond``: coverage, diversity, novelty, popularity bias)."""
+Aggregation = Literal["user", "weighted", "global"]
+"""How a metric's value is made from the data: ``user``, the plain mean of per-user values;
+``weighted``, a weighted mean of per-user values (``gauc`` weighted by impressions or clicks,
+``recall(average=micro)``: hits summed over users over |R| summed over users); ``global``,
+computed over every row or item at once, with no per-user values (``auc``, ``logloss``,
+``coverage``, rating metrics over rows, ...)."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,36 @@ class MetricSpec:
     references: tuple[str, ...] = ()
     variants: str = ""
     properties: frozenset[str] = field(default_factory=frozenset)
+    aggregation: Aggregation = "user"
+    """How the value is made (:data:`Aggregation`), at the default parameters."""
+    aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None
+    """When a choice parameter decides the aggregation: its name and the aggregation of each
+    choice, e.g. ``("average", (("rows", "global"), ("user", "user")))``
+    (:meth:`Metric.aggregation` reads it)."""
+    needs_train: bool = False
+    """Reads item popularity from training interactions (``train=``)."""
+    needs_item_features: bool = False
+    """Reads item similarity (``item_features=``, and ``items=`` unless it is a function)."""
+    thresholded: bool = False
+    """Predicts a row positive when its score >= the parameter ``threshold`` (confusion
+    counts)."""
+    ranks_rows: bool = False
+    """Ranks every scored row by score, across users (one global sort; a distributed engine
+    merges the rows in ranges of scores)."""
+    uses_rating_range: bool = False
+    """Reads the width of the rating scale (evaluate's ``rating_range``, else truth's)."""
+
+    def __post_init__(self) -> None:
+        if self.aggregation_by is None:
+            return
+        name, table = self.aggregation_by
+        param = self.param(name)
+        if param.kind != "choice" or sorted(c for c, _ in table) != sorted(param.choices):
+            msg = f"{self.name}: aggregation_by must give an aggregation to each choice of {name}"
+            raise ValueError(msg)
+        if dict(table)[str(param.default)] != self.aggregation:
+            msg = f"{self.name}: aggregation must be the aggregation of {name}={param.default}"
+            raise ValueError(msg)
 
     def param(self, name: str) -> Param:
         """The declared parameter called ``name``."""
@@ -170,6 +207,58 @@ class Metric:
             if key == name:
                 return value
         return self.spec.param(name).default
+
+    def float_param(self, name: str) -> float:
+        """The value of the number parameter ``name`` as a float."""
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            msg = f"parameter {name!r} of {self.canonical} is not a number: {value!r}"
+            raise TypeError(msg)
+        return float(value)
+
+    def int_param(self, name: str) -> int:
+        """The value of the parameter ``name``, an integer."""
+        value = self.get(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"parameter {name!r} of {self.canonical} is not an integer: {value!r}"
+            raise TypeError(msg)
+        return value
+
+    def str_param(self, name: str) -> str:
+        """The value of the choice parameter ``name``."""
+        value = self.get(name)
+        if not isinstance(value, str):
+            msg = f"parameter {name!r} of {self.canonical} is not a word: {value!r}"
+            raise TypeError(msg)
+        return value
+
+    def threshold(self, default: float) -> float:
+        """The relevance threshold of this metric: its ``rel=``, else ``default`` (evaluate's
+        ``relevance_threshold``; also for a metric without the parameter ``rel``)."""
+        if not any(p.name == "rel" for p in self.spec.params):
+            return default
+        rel = self.get("rel")
+        return default if rel is None else self.float_param("rel")
+
+    def aggregation(self) -> Aggregation:
+        """How this metric's value is made (:data:`Aggregation`) at its parameters."""
+        if self.spec.aggregation_by is None:
+            return self.spec.aggregation
+        name, table = self.spec.aggregation_by
+        return dict(table)[self.str_param(name)]
+
+    def has_per_user(self) -> bool:
+        """Whether the metric has per-user values (a column of ``Result.per_user``)."""
+        return self.aggregation() != "global"
+
+    def is_global(self) -> bool:
+        """Whether the metric is computed over every row or item at once (no per-user
+        values)."""
+        return self.aggregation() == "global"
+
+    def is_weighted(self) -> bool:
+        """Whether the metric's mean weighs its per-user values (not their plain mean)."""
+        return self.aggregation() == "weighted"
 
     @cached_property  # computed once: a request of N metrics looks each name up many times
     def canonical(self) -> str:
@@ -415,6 +504,7 @@ def _ranking(
     references: tuple[str, ...] = (),
     variants: str = "",
     properties: frozenset[str] = _BOUNDED,
+    aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -428,6 +518,7 @@ def _ranking(
             references=references,
             variants=variants,
             properties=properties,
+            aggregation_by=aggregation_by,
         )
     )
 
@@ -459,6 +550,7 @@ RECALL = _ranking(
     references=("trec_eval recall_K",),
     variants="macro equals trec_eval recall_K and ranx recall@K",
     properties=frozenset({"bounded01", "order_invariant"}),
+    aggregation_by=("average", (("macro", "user"), ("micro", "weighted"))),
 )
 F1 = _ranking(
     "f1",
@@ -601,6 +693,11 @@ def _pointwise(
     references: tuple[str, ...] = (),
     variants: str = "",
     properties: frozenset[str] = frozenset({"bounded01"}),
+    aggregation: Aggregation = "global",
+    aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None,
+    thresholded: bool = False,
+    ranks_rows: bool = False,
+    uses_rating_range: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -616,6 +713,11 @@ def _pointwise(
             references=references,
             variants=variants,
             properties=properties,
+            aggregation=aggregation,
+            aggregation_by=aggregation_by,
+            thresholded=thresholded,
+            ranks_rows=ranks_rows,
+            uses_rating_range=uses_rating_range,
         )
     )
 
@@ -630,6 +732,7 @@ AUC = _pointwise(
     references=("scikit-learn roc_auc_score", "Hanley & McNeil (1982)"),
     variants="equals scikit-learn roc_auc_score (exact, average ranks over ties)",
     properties=frozenset({"bounded01", "score_transform_invariant"}),
+    ranks_rows=True,
 )
 GAUC = _pointwise(
     "classification",
@@ -649,6 +752,11 @@ GAUC = _pointwise(
     ),
     references=("Zhou et al., Deep Interest Network (KDD 2018)",),
     properties=frozenset({"bounded01", "score_transform_invariant"}),
+    aggregation="weighted",
+    aggregation_by=(
+        "weight",
+        (("impressions", "weighted"), ("clicks", "weighted"), ("uniform", "user")),
+    ),
 )
 AVERAGE_PRECISION = _pointwise(
     "classification",
@@ -659,6 +767,7 @@ AVERAGE_PRECISION = _pointwise(
     references=("scikit-learn average_precision_score",),
     variants="equals scikit-learn average_precision_score (no interpolation)",
     properties=frozenset({"bounded01", "score_transform_invariant"}),
+    ranks_rows=True,
 )
 LOGLOSS = _pointwise(
     "classification",
@@ -680,6 +789,7 @@ ACCURACY = _pointwise(
     params=(_CUT,),
     aliases=("accuracy_score",),
     references=("scikit-learn accuracy_score",),
+    thresholded=True,
 )
 PPV = _pointwise(
     "classification",
@@ -690,6 +800,7 @@ PPV = _pointwise(
     params=(_CUT,),
     aliases=("precision_score", "positive_predictive_value"),
     references=("scikit-learn precision_score",),
+    thresholded=True,
 )
 TPR = _pointwise(
     "classification",
@@ -699,6 +810,7 @@ TPR = _pointwise(
     params=(_CUT,),
     aliases=("recall_score", "sensitivity", "true_positive_rate"),
     references=("scikit-learn recall_score",),
+    thresholded=True,
 )
 FPR = _pointwise(
     "classification",
@@ -708,6 +820,7 @@ FPR = _pointwise(
     params=(_CUT,),
     aliases=("false_positive_rate", "fall_out"),
     higher_is_better=False,
+    thresholded=True,
 )
 TNR = _pointwise(
     "classification",
@@ -716,6 +829,7 @@ TNR = _pointwise(
     "TN / (FP + TN) = 1 - FPR",
     params=(_CUT,),
     aliases=("specificity", "true_negative_rate"),
+    thresholded=True,
 )
 FBETA_SCORE = _pointwise(
     "classification",
@@ -726,6 +840,7 @@ FBETA_SCORE = _pointwise(
     aliases=("f_score",),
     references=("scikit-learn fbeta_score",),
     variants="beta=1 equals scikit-learn f1_score",
+    thresholded=True,
 )
 
 # -------------------------------------------------------------------- rating prediction
@@ -739,6 +854,10 @@ _AVERAGE = Param(
     "rows = over all rows; user = per user, then the mean over users",
     choices=("rows", "user"),
 )
+_BY_AVERAGE: tuple[str, tuple[tuple[str, Aggregation], ...]] = (
+    "average",
+    (("rows", "global"), ("user", "user")),
+)
 _ERROR = frozenset({"nonnegative", "perfect_is_zero"})
 MAE = _pointwise(
     "rating",
@@ -751,6 +870,7 @@ MAE = _pointwise(
     bounds=(0.0, math.inf),
     references=("scikit-learn mean_absolute_error",),
     properties=_ERROR,
+    aggregation_by=_BY_AVERAGE,
 )
 MSE = _pointwise(
     "rating",
@@ -763,6 +883,7 @@ MSE = _pointwise(
     bounds=(0.0, math.inf),
     references=("scikit-learn mean_squared_error",),
     properties=_ERROR,
+    aggregation_by=_BY_AVERAGE,
 )
 RMSE = _pointwise(
     "rating",
@@ -776,6 +897,7 @@ RMSE = _pointwise(
     bounds=(0.0, math.inf),
     references=("scikit-learn root_mean_squared_error",),
     properties=_ERROR,
+    aggregation_by=_BY_AVERAGE,
 )
 NMAE = _pointwise(
     "rating",
@@ -788,6 +910,8 @@ NMAE = _pointwise(
     bounds=(0.0, math.inf),
     references=("Goldberg et al., Eigentaste (2001)",),
     properties=_ERROR,
+    aggregation_by=_BY_AVERAGE,
+    uses_rating_range=True,
 )
 R2 = _pointwise(
     "rating",
@@ -800,6 +924,7 @@ R2 = _pointwise(
     references=("scikit-learn r2_score",),
     variants="equals scikit-learn r2_score",
     properties=frozenset({"perfect_is_one", "at_most_one"}),
+    aggregation_by=_BY_AVERAGE,
 )
 
 # ----------------------------------------------------------------------- beyond accuracy
@@ -819,6 +944,9 @@ def _beyond(
     references: tuple[str, ...] = (),
     variants: str = "",
     properties: frozenset[str] = frozenset({"bounded01", "order_invariant"}),
+    aggregation: Aggregation = "user",
+    needs_train: bool = False,
+    needs_item_features: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -833,6 +961,9 @@ def _beyond(
             references=references,
             variants=variants,
             properties=properties,
+            aggregation=aggregation,
+            needs_train=needs_train,
+            needs_item_features=needs_item_features,
         )
     )
 
@@ -844,6 +975,7 @@ COVERAGE = _beyond(
     aliases=("catalog_coverage", "item_coverage", "itemcoverage"),
     references=("Ge et al., Beyond accuracy (RecSys 2010)", "RecBole ItemCoverage"),
     variants="equals RecBole itemcoverage@K when the catalog is the same",
+    aggregation="global",
 )
 ILS = _beyond(
     "ils",
@@ -855,6 +987,7 @@ ILS = _beyond(
     bounds=(-math.inf, math.inf),
     references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
     properties=frozenset({"similarity_bounded", "order_invariant"}),
+    needs_item_features=True,
 )
 DIVERSITY = _beyond(
     "diversity",
@@ -864,6 +997,7 @@ DIVERSITY = _beyond(
     bounds=(-math.inf, math.inf),
     references=("Ziegler et al., Improving recommendation lists (WWW 2005)",),
     properties=frozenset({"similarity_bounded", "order_invariant"}),
+    needs_item_features=True,
 )
 NOVELTY = _beyond(
     "novelty",
@@ -874,6 +1008,7 @@ NOVELTY = _beyond(
     bounds=(0.0, math.inf),
     references=("Zhou et al., PNAS (2010)",),
     properties=frozenset({"nonnegative", "order_invariant"}),
+    needs_train=True,
 )
 ARP = _beyond(
     "arp",
@@ -888,6 +1023,7 @@ ARP = _beyond(
     ),
     variants="equals RecBole averagepopularity@K with popularity = distinct train users",
     properties=frozenset({"nonnegative", "order_invariant"}),
+    needs_train=True,
 )
 GINI = _beyond(
     "gini",
@@ -898,6 +1034,7 @@ GINI = _beyond(
     higher_is_better=False,
     references=("RecBole GiniIndex",),
     variants="equals RecBole giniindex@K when the catalog is the same",
+    aggregation="global",
 )
 ENTROPY = _beyond(
     "entropy",
@@ -908,6 +1045,7 @@ ENTROPY = _beyond(
     references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
     variants="RecBole shannonentropy@K is the mean of -p ln p over recommended items instead",
     properties=frozenset({"nonnegative", "order_invariant"}),
+    aggregation="global",
 )
 LONG_TAIL = _beyond(
     "long_tail",
@@ -926,4 +1064,5 @@ LONG_TAIL = _beyond(
     ),
     aliases=("long_tail_share",),
     references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
+    needs_train=True,
 )
