@@ -57,6 +57,7 @@ from receval.families.contract import (
 from receval.families.pointwise import need_classes, thresholded
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
+from receval.families.states import compact_expansions
 from receval.kernels.exact import parts, parts_weighted, total
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Counts, Result
@@ -341,6 +342,40 @@ class Merger:
             self.rating[0] += n
             for j, e in enumerate((s_abs, s_sq, s_y)):
                 self.rating[j + 1].append(e)
+
+    def merge(self, other: Merger) -> None:
+        """Add the statistics ``other`` has merged (shards of other users), exactly."""
+        self.add({
+            "counts": other.counts, "rows": other.rows, "details": other.details,
+            "sums": {}, "logloss": {}, "rating": None,
+        })  # fmt: skip
+        for name, (nums, n, dens) in other.sums.items():
+            entry = self.sums.setdefault(name, [[], 0, []])
+            entry[0] += nums
+            entry[1] += n
+            entry[2] += dens
+        for name, (expansions, n) in other.logloss.items():
+            entry = self.logloss.setdefault(name, [[], 0])
+            entry[0] += expansions
+            entry[1] += n
+        if other.rating is not None:
+            if self.rating is None:
+                self.rating = [0, [], [], []]
+            self.rating[0] += other.rating[0]
+            for j in (1, 2, 3):
+                self.rating[j] += other.rating[j]
+
+    def compact(self) -> None:
+        """One expansion per sum (their exact sum): memory stays constant however many
+        shards are added."""
+        for entry in self.sums.values():
+            entry[0] = compact_expansions(entry[0])
+            entry[2] = compact_expansions(entry[2])
+        for entry in self.logloss.values():
+            entry[0] = compact_expansions(entry[0])
+        if self.rating is not None:
+            for j in (1, 2, 3):
+                self.rating[j] = compact_expansions(self.rating[j])
 
     def rating_mean(self) -> float:
         """The mean true rating over every rated row (SS_tot is taken around it)."""

@@ -46,7 +46,6 @@ from receval.families.states import (
     ExposureCounts,
     RatingHistogram,
     ScoreHistogram,
-    compact_expansions,
 )
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
@@ -273,7 +272,8 @@ class Evaluator:
         if t.height == 0 and r.height == 0:
             return
         if self._check_users:
-            self._check_new_users(t, r, user_col, ordered=self._sorted)
+            block = _concat_ids([t[user_col], r[user_col]]).unique()
+            self._check_new_users(block, ordered=self._sorted)
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
@@ -410,11 +410,9 @@ class Evaluator:
         self._carry = (t.filter(pl.col(user_col) == last), r.filter(pl.col(user_col) == last))
         return t.filter(pl.col(user_col) != last), r.filter(pl.col(user_col) != last)
 
-    def _check_new_users(
-        self, t: pl.DataFrame, r: pl.DataFrame, user_col: str, *, ordered: bool
-    ) -> None:
-        """Raise when a user of this block was in an earlier one (or, sorted, comes too late)."""
-        block = _concat_ids([t[user_col], r[user_col]]).unique()
+    def _check_new_users(self, block: pl.Series, *, ordered: bool) -> None:
+        """Raise when a user of ``block`` (distinct ids) was in an earlier block (or, sorted,
+        comes too late); then remember them."""
         if self._users:
             seen = _concat_ids(self._users)
             if seen.dtype != block.dtype:
@@ -489,15 +487,7 @@ class Evaluator:
         self._blocks += 1
         self._frames.append(out.per_user)
         self._merger.add(out.stats)
-        merger = self._merger
-        for entry in merger.sums.values():  # constant memory: one expansion per sum
-            entry[0] = compact_expansions(entry[0])
-            entry[2] = compact_expansions(entry[2])
-        for entry in merger.logloss.values():
-            entry[0] = compact_expansions(entry[0])
-        if merger.rating is not None:
-            for j in (1, 2, 3):
-                merger.rating[j] = compact_expansions(merger.rating[j])
+        self._merger.compact()  # constant memory: one expansion per sum
         if out.scored is not None:
             scores, bits = out.scored
             self._scored.merge(ScoreHistogram.of_rows(scores, bits, self._scored.n_thresholds))
@@ -545,32 +535,11 @@ class Evaluator:
         if self._has_relevance != other._has_relevance:
             msg = "these evaluators saw truth blocks with and without a relevance column."
             raise InputError(msg)
-        user_col = self._inputs.user_col
         for users in other._users:
-            probe = pl.DataFrame({user_col: users})
-            self._check_new_users(probe, probe.head(0), user_col, ordered=False)
+            self._check_new_users(users, ordered=False)
         self._frames += other._frames
-        ms, mo = self._merger, other._merger
-        ms.counts = [a + b for a, b in zip(ms.counts, mo.counts, strict=True)]
-        ms.rows = [a + b for a, b in zip(ms.rows, mo.rows, strict=True)]
-        for name, info in mo.details.items():
-            ms.add({"counts": [0, 0, 0, 0], "rows": [0, 0], "details": {name: info},
-                    "sums": {}, "logloss": {}, "rating": None})  # fmt: skip
-        for name, (nums, n, dens) in mo.sums.items():
-            entry = ms.sums.setdefault(name, [[], 0, []])
-            entry[0] = compact_expansions(entry[0] + nums)
-            entry[1] += n
-            entry[2] = compact_expansions(entry[2] + dens)
-        for name, (expansions, n) in mo.logloss.items():
-            entry = ms.logloss.setdefault(name, [[], 0])
-            entry[0] = compact_expansions(entry[0] + expansions)
-            entry[1] += n
-        if mo.rating is not None:
-            if ms.rating is None:
-                ms.rating = [0, [], [], []]
-            ms.rating[0] += mo.rating[0]
-            for j in (1, 2, 3):
-                ms.rating[j] = compact_expansions(ms.rating[j] + mo.rating[j])
+        self._merger.merge(other._merger)
+        self._merger.compact()
         self._scored.merge(other._scored)
         for k, state in other._exposure.items():
             self._exposure.setdefault(k, ExposureCounts(self._inputs.item_col)).merge(state)
