@@ -61,7 +61,8 @@ def test_spark_must_be_a_session() -> None:
 def test_other_options_fail_before_any_job() -> None:
     with pytest.raises(InputError, match=r"^id_type must be one of auto, str, int"):
         receval.evaluate(TRUTH, RECS, METRICS, engine="spark", id_type="long")
-    with pytest.raises(InputError, match=r"^engine must be one of auto, local, spark; got 'Spark'"):
+    engines = r"^engine must be one of auto, local, spark, stream; got 'Spark'"
+    with pytest.raises(InputError, match=engines):
         receval.evaluate(TRUTH, RECS, METRICS, engine="Spark")  # type: ignore[arg-type]
 
 
