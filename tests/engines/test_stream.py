@@ -23,7 +23,7 @@ from helpers.optional import import_torch
 from helpers.shard import DATA, TIES, assert_same, family_metrics, groups
 from receval import InputError
 from receval.cli import app
-from receval.families.states import ScoreHistogram
+from receval.families.pointwise import ScoreHistogram
 from receval.kernels.exact import total
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -229,7 +229,7 @@ def test_score_histogram_equals_sorting_the_rows() -> None:
     state = pieces[3]
     for p in [*pieces[:3], *pieces[4:]]:
         state.merge(p)
-    scored, ap = state.finish()
+    scored, ap = state.totals()
     for j in range(2):
         y = (bits >> j) & 1
         twice, n_pos, n_neg = scored[j]

@@ -33,7 +33,6 @@ from receval.engines.shard import (
     build_context,
     run_shard,
     spec_of,
-    sstot_parts,
 )
 from receval.families import beyond as B
 from receval.families.contract import (
@@ -41,11 +40,6 @@ from receval.families.contract import (
     TiesPolicy,
     check_policies,
     warn_unused_relevance,
-)
-from receval.families.states import (
-    ExposureCounts,
-    RatingHistogram,
-    ScoreHistogram,
 )
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
@@ -241,9 +235,6 @@ class Evaluator:
         self._has_relevance: bool | None = None
         self._merger = Merger(self._spec)
         self._frames: list[pl.DataFrame] = []
-        self._scored = ScoreHistogram(len(self._spec.thresholds()))
-        self._exposure: dict[int | None, ExposureCounts] = {}
-        self._ratings = RatingHistogram()
         self._in_train = [0, 0]
         self._users: list[pl.Series] = []  # users seen, one Series per block
         self._items: list[pl.Series] = []  # items of truth and recs (the catalog)
@@ -486,17 +477,8 @@ class Evaluator:
         user_col, item_col = self._inputs.user_col, self._inputs.item_col
         self._blocks += 1
         self._frames.append(out.per_user)
-        self._merger.add(out.stats)
-        self._merger.compact()  # constant memory: one expansion per sum
-        if out.scored is not None:
-            scores, bits = out.scored
-            self._scored.merge(ScoreHistogram.of_rows(scores, bits, self._scored.n_thresholds))
-        catalog = context["items"][item_col] if "items" in context else context["_catalog"]
-        for k, (codes, counts, absent) in out.exposure.items():
-            state = self._exposure.setdefault(k, ExposureCounts(item_col))
-            state.add(catalog.gather(codes), counts, absent)
-        if out.ratings is not None:
-            self._ratings.merge_counts(*out.ratings)
+        self._merger.add(out.stats)  # the block's global states merge into the merger's
+        self._merger.compact()  # constant memory: one expansion per sum, states compacted
         if self._train is not None and t.height:
             rows, users = B.in_train_counts(
                 t[user_col].unique(), r, self._train, user_col, item_col
@@ -540,10 +522,6 @@ class Evaluator:
         self._frames += other._frames
         self._merger.merge(other._merger)
         self._merger.compact()
-        self._scored.merge(other._scored)
-        for k, state in other._exposure.items():
-            self._exposure.setdefault(k, ExposureCounts(self._inputs.item_col)).merge(state)
-        self._ratings.merge(other._ratings)
         self._in_train = [a + b for a, b in zip(self._in_train, other._in_train, strict=True)]
         self._items += other._items
         self._blocks += other._blocks
@@ -595,19 +573,12 @@ class Evaluator:
             per_user = self._frames[0]
         if self._train is not None:
             merger.in_train = (self._in_train[0], self._in_train[1])
-        scored = ap = None
-        if self._scored.n_thresholds:
-            scored, ap = self._scored.finish()
-        exposure = {k: state.finish() for k, state in self._exposure.items()}
         n_catalog = self._catalog_size(item_col)
         for m in self._plan:
             info = merger.details.get(m.canonical, {})
             if "catalog_size" in info and n_catalog is not None:
                 info["catalog_size"] = n_catalog
-        sstot = None
-        if self._ratings.ys.size:
-            sstot = sstot_parts(self._ratings.ys, self._ratings.ns, merger.rating_mean())
-        result = merger.result(per_user, scored, ap, exposure, sstot)
+        result = merger.result(per_user)
         merger.in_train = None
         return result
 
@@ -634,12 +605,8 @@ class Evaluator:
         size = sum(f.estimated_size() for f in self._frames)
         size += sum(u.estimated_size() for u in self._users)
         size += sum(i.estimated_size() for i in self._items)
-        size += self._scored.nbytes
-        for state in self._exposure.values():
-            state.compact()
-            if state.frame is not None:
-                size += state.frame.estimated_size()
-        return int(size + np.asarray(self._ratings.ys).nbytes * 2)
+        size += sum(state.nbytes for state in self._merger.states.values())
+        return int(size)
 
 
 # ----------------------------------------------------------------------- files, in blocks

@@ -55,12 +55,14 @@ from receval.data.layout import (
     trec_tie_keys,
 )
 from receval.families.contract import Part, Prepared, per_user_frame
+from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
 from receval.kernels.exact import parts_weighted
 from receval.kernels.exact import total as total_exact
 from receval.metrics.registry import Metric
 
 __all__ = [
+    "ExposureCounts",
     "beyond_part",
     "catalog_of",
     "check_train",
@@ -104,7 +106,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if m.is_global():
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
             if shard:  # exposure sums over every shard's users before it has a value
-                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), None))
+                _exposure_state(part, ctx, m, None)
             else:
                 means[m.canonical] = global_value(
                     name, *exposure_histogram(ctx.exposure(m.k)), ctx.n_catalog
@@ -114,7 +116,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             absent = np.count_nonzero((ctx.exposure(m.k) > 0) & (pop.counts == 0))
             info.update(train_users=pop.n_users, not_in_train=int(absent))
             if shard:  # items absent from train count once over every shard's lists
-                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), pop.counts == 0))
+                _exposure_state(part, ctx, m, pop.counts == 0)
             if name == "novelty":
                 safe = np.maximum(pop.counts, 1).astype(np.float64)
                 row_values = -np.log2(safe / pop.n_users)[codes]
@@ -148,6 +150,127 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         every = np.arange(prep.r_grp.n_users)
         part.per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
     return part
+
+
+def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
+    """Add ``m`` to the exposure state of its cutoff (made from this block's lists on first
+    use; ``absent``: per catalog code, whether the item is absent from train)."""
+    key = f"exposure@{m.k}"
+    state = part.states.get(key)
+    exposure = ctx.exposure(m.k)
+    codes = np.flatnonzero(exposure)
+    if not isinstance(state, ExposureCounts):
+        state = ExposureCounts()
+        state.add(ctx.catalog.gather(codes), exposure[codes], np.zeros(codes.size))
+        part.states[key] = state
+    if absent is not None:
+        state.add(ctx.catalog.gather(codes), np.zeros(codes.size), absent[codes])
+    state.metrics += (m.canonical,)
+
+
+@dataclass
+class ExposureCounts(GlobalState):
+    """``coverage``, ``gini``, ``entropy`` at one cutoff (and the items absent from train
+    of ``novelty``, ``arp``, ``long_tail``): per item id (``key``), in how many top-K lists
+    it is and whether it is absent from train (``counts``). Rows of an item from several
+    blocks add up (absent: the same flag); parts of the rows hold disjoint items
+    (``spread="hash"``), each reduced to a histogram of exposure counts."""
+
+    metrics: tuple[str, ...] = ()
+    frame: pl.DataFrame | None = None  # columns key, n (Int64), absent (Int64 0/1)
+    _pending: list[pl.DataFrame] = field(default_factory=list, repr=False)
+    _hist: tuple[np.ndarray, np.ndarray, int] | None = field(default=None, repr=False)
+
+    def add(self, items: pl.Series, counts: np.ndarray, absent: np.ndarray) -> None:
+        """Add the exposure of ``items`` (ids) and their absent-from-train flags."""
+        piece = pl.DataFrame(
+            {
+                "key": items,
+                "n": np.asarray(counts, dtype=np.int64),
+                "absent": np.asarray(absent, dtype=np.int64),
+            }
+        )
+        self._pending.append(piece)
+        if len(self._pending) >= COMPACT:
+            self.compact()
+
+    def merge(self, other: ExposureCounts) -> ExposureCounts:
+        """Add ``other``'s exposure (in place; returns self)."""
+        if other.metrics != self.metrics:
+            msg = "exposure states of different metrics cannot merge"
+            raise ValueError(msg)
+        if other.frame is not None:
+            self._pending.append(other.frame)
+        self._pending.extend(other._pending)
+        if len(self._pending) >= COMPACT:
+            self.compact()
+        return self
+
+    def compact(self) -> None:
+        if not self._pending:
+            return
+        pieces = ([self.frame] if self.frame is not None else []) + self._pending
+        self._pending = []
+        self.frame = _by_item(pl.concat(pieces, how="vertical_relaxed"))
+
+    def rows(self) -> pl.DataFrame:
+        self.compact()
+        if self.frame is None:
+            return state_rows(pl.Series("key", [], dtype=pl.Int64), np.zeros((0, 2)))
+        counts = np.stack([self.frame["n"].to_numpy(), self.frame["absent"].to_numpy()], axis=1)
+        return state_rows(self.frame["key"], counts)
+
+    def detach(self) -> ExposureCounts:
+        return ExposureCounts(self.metrics)
+
+    def passes(self) -> int:
+        return 1
+
+    def reduce_part(self, step: int, rows: pl.DataFrame) -> pl.DataFrame:
+        """The histogram of the part's items: per exposure count, the items that have it and
+        those of them absent from train."""
+        counts = counts_matrix(rows, 2)
+        per_item = _by_item(
+            pl.DataFrame({"key": rows["key"], "n": counts[:, 0], "absent": counts[:, 1]})
+        )
+        return (
+            per_item.filter(pl.col("n") > 0)
+            .group_by("n")
+            .agg(pl.len().cast(pl.Int64).alias("items"), pl.col("absent").sum())
+        )
+
+    def absorb(self, step: int, pieces: list[Any]) -> None:
+        if not pieces:
+            empty = np.zeros(0, dtype=np.int64)
+            self._hist = (empty, empty, 0)
+            return
+        hist = (
+            pl.concat(pieces)
+            .group_by("n")
+            .agg(pl.col("items").sum(), pl.col("absent").sum())
+            .sort("n")
+        )
+        self._hist = (
+            hist["n"].to_numpy().astype(np.int64),
+            hist["items"].to_numpy().astype(np.int64),
+            int(hist["absent"].sum()),
+        )
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        if self._hist is None:
+            self.absorb(0, [])
+        assert self._hist is not None
+        values, counts, absent = self._hist
+        if metric.is_global():
+            return global_value(metric.name, values, counts, int(info["catalog_size"]))
+        if "not_in_train" in info:
+            info["not_in_train"] = absent
+        return None
+
+
+def _by_item(frame: pl.DataFrame) -> pl.DataFrame:
+    """Exposure rows summed by item (absent: the flag of any of its rows)."""
+    return frame.group_by("key").agg(pl.col("n").sum(), pl.col("absent").max())
 
 
 def exposure_histogram(exposure: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

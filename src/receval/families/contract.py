@@ -23,6 +23,7 @@ import polars as pl
 
 from receval._errors import InputError, check_choice
 from receval.data.layout import Grouped, check_frame
+from receval.families.states import GlobalState, finish_states
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
 
@@ -181,29 +182,37 @@ class Part:
     has per-user values (canonical names), or is None when none has; ``details`` maps a
     canonical name to extra facts about it (users skipped, the catalog used, ...).
 
-    For the distributed engine (:mod:`receval.engines.shard`), ``sums[name] = (terms, den)``
-    says how a per-user metric's mean is made: ``fsum(terms) / den``, ``den`` a count or an array of
-    weights (summed exactly); ``pending[name]`` holds what a global metric needs from every
-    shard before it has a value (a shard's part has no mean for it).
+    ``sums[name] = (terms, den)`` says how a per-user (or per-row) metric's mean is made:
+    ``fsum(terms) / den``, ``den`` a count or an array of weights (summed exactly), so that a
+    distributed engine (:mod:`receval.engines.shard`) merges it exactly. ``states`` holds the
+    :class:`GlobalState` of the metrics that are not such a mean, keyed by a name of the
+    provider's choice (states of the same key merge); a metric whose state is there needs no
+    mean in ``means``: :func:`merge` finishes it.
     """
 
     means: dict[str, float]
     per_user: pl.DataFrame | None = None
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = field(default_factory=dict)
-    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    states: dict[str, GlobalState] = field(default_factory=dict)
 
 
 def merge(
     plan: tuple[Metric, ...], parts: list[Part], prep: Prepared, settings: dict[str, Any]
 ) -> Result:
-    """One Result from the families' parts: means in request order, per-user columns joined on
-    the user (sorted by user id), details."""
+    """One Result from the families' parts: means in request order (a metric left to a state
+    is finished here, in this process), per-user columns joined on the user (sorted by user
+    id), details."""
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
+    states: dict[str, GlobalState] = {}
     for p in parts:
         means.update(p.means)
         details.update(p.details)
+        states.update(p.states)
+    for state in states.values():
+        state.reduce_whole()
+    finish_states(plan, states, means, details)
     per_user = join_per_user(plan, parts, prep)
     ordered = {m.canonical: means[m.canonical] for m in plan}
     return Result(plan, ordered, per_user, prep.counts, settings, details)
