@@ -394,3 +394,18 @@ def test_update_scores_bad_input() -> None:
     bad[3, 3] = np.nan
     with pytest.raises(InputError, match="scores hold NaN"):
         ev.update_scores(users, bad, truth, item_ids=items)
+
+
+def test_coverage_without_train_or_items() -> None:
+    """The catalog of truth and recs, built block by block when neither train nor items is
+    given (the first block once raised on an empty list of ids)."""
+    truth = {1: {"a": 1}, 2: {"c": 1}}
+    recs = {1: {"a": 0.5, "b": 0.2}, 2: {"a": 0.3, "d": 0.1}}
+    ev = receval.Evaluator(["coverage@1", "gini@2"])
+    ev.update({1: truth[1]}, {1: recs[1]})
+    ev.update({2: truth[2]}, {2: recs[2]})
+    got = ev.compute()
+    want = receval.evaluate(truth, recs, ["coverage@1", "gini@2"])
+    assert got["coverage@1"] == want["coverage@1"] == 0.25
+    assert got["gini@2"] == want["gini@2"]
+    assert got.details["coverage@1"]["catalog_size"] == 4

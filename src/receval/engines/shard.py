@@ -377,7 +377,9 @@ def build_context(
         ids = sources.item_ids()
         if train is not None:
             ids.append(out["_popularity"][0][sources.item_col])
-        out["_catalog"] = pl.concat([i.alias(sources.item_col) for i in ids]).unique().sort()
+        named = [i.alias(sources.item_col) for i in ids]
+        empty = pl.Series(sources.item_col, [], dtype=sources.kind)  # no id yet (streaming)
+        out["_catalog"] = pl.concat(named).unique().sort() if named else empty
         out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
     return out
 
