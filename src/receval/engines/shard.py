@@ -30,7 +30,7 @@ import copy
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -40,6 +40,7 @@ from receval._errors import InputError, UndefinedMetricWarning
 from receval.data.io import Inputs
 from receval.families import beyond as B
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     Part,
     TiesPolicy,
@@ -95,7 +96,7 @@ class ShardSpec:
     ties: TiesPolicy
     threshold: float
     no_recs: NoRecsPolicy
-    options: dict[str, Any] = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
 
     @property
     def plan(self) -> tuple[Metric, ...]:
@@ -128,14 +129,14 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     """
     plan = spec.plan
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
-    options = {**spec.options, "_shard": True, "has_relevance": spec.has_relevance}
+    context = replace(spec.context, shard=True, has_relevance=spec.has_relevance)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prep, kernel = prepare(
             truth, recs, ranking, user_col=spec.user_col, item_col=spec.item_col,
             score_col=spec.order_col, rank_col=spec.order_col if spec.by_rank else None,
             relevance_col=spec.relevance_col, ties=spec.ties,
-            relevance_threshold=spec.threshold, no_recs=spec.no_recs, options=options,
+            relevance_threshold=spec.threshold, no_recs=spec.no_recs, context=context,
         )  # fmt: skip
         parts_: list[Part] = []
         if ranking:
@@ -322,7 +323,6 @@ def spec_of(
     ties: TiesPolicy,
     relevance_threshold: float,
     no_recs: NoRecsPolicy,
-    options: dict[str, Any],
 ) -> ShardSpec:
     """The :class:`ShardSpec` of a request (options checked as :func:`receval.evaluate`)."""
     plan = parse_metrics(metrics)
@@ -331,7 +331,7 @@ def spec_of(
         metrics=tuple(m.canonical for m in plan), user_col=user_col, item_col=item_col,
         order_col=rank_col if rank_col is not None else score_col, by_rank=rank_col is not None,
         relevance_col=relevance_col or "relevance", has_relevance=has_relevance, ties=ties,
-        threshold=check_threshold(relevance_threshold), no_recs=no_recs, options=options,
+        threshold=check_threshold(relevance_threshold), no_recs=no_recs,
     )  # fmt: skip
 
 
@@ -354,34 +354,38 @@ class Sources:
     item_ids: Callable[[], list[pl.Series]]
 
 
-def build_context(
-    plan: tuple[Metric, ...], options: dict[str, Any], sources: Sources
-) -> dict[str, Any]:
-    """The global context of a sharded evaluation: the options every shard gets (truth's
-    rating range for ``nmae``, the item table or the catalog, train popularity), each asked
-    of ``sources`` only when a metric of ``plan`` needs it."""
-    out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
-    if any(m.spec.uses_rating_range for m in plan) and options.get("rating_range") is None:
-        out["_observed_range"] = sources.truth_range()
+def build_context(plan: tuple[Metric, ...], options: Context, sources: Sources) -> Context:
+    """The global context of a sharded evaluation, given :func:`receval.evaluate`'s family
+    options: what every shard gets (truth's rating range for ``nmae``, the item table or the
+    catalog, train popularity), each asked of ``sources`` only when a metric of ``plan``
+    needs it."""
+    observed = None
+    if any(m.spec.uses_rating_range for m in plan) and options.rating_range is None:
+        observed = sources.truth_range()
+    out = Context(
+        item_features=options.item_features, rating_range=options.rating_range,
+        observed_range=observed,
+    )  # fmt: skip
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if not beyond:
         return out
     B._check_inputs(beyond, options)
-    train = options.get("train")
-    if train is not None:
-        out["_popularity"] = sources.popularity(train)
-    items = sources.items(options.get("items"))
+    train = options.train
+    popularity = sources.popularity(train) if train is not None else None
+    items = sources.items(options.items)
     if items is not None:
-        out["items"] = items
-    else:  # the catalog: every item of truth, recs and train
-        ids = sources.item_ids()
-        if train is not None:
-            ids.append(out["_popularity"][0][sources.item_col])
-        named = [i.alias(sources.item_col) for i in ids]
-        empty = pl.Series(sources.item_col, [], dtype=sources.kind)  # no id yet (streaming)
-        out["_catalog"] = pl.concat(named).unique().sort() if named else empty
-        out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
-    return out
+        return replace(out, popularity=popularity, items=items)
+    # the catalog: every item of truth, recs and train
+    ids = sources.item_ids()
+    if popularity is not None:
+        ids.append(popularity[0][sources.item_col])
+    named = [i.alias(sources.item_col) for i in ids]
+    empty = pl.Series(sources.item_col, [], dtype=sources.kind)  # no id yet (streaming)
+    return replace(
+        out, popularity=popularity,
+        catalog=pl.concat(named).unique().sort() if named else empty,
+        catalog_source="truth+recs" + ("+train" if train is not None else ""),
+    )  # fmt: skip
 
 
 def _local_sources(
@@ -457,12 +461,12 @@ def evaluate_sharded(
     if train is not None:  # read once: the in-train count and popularity
         kind = pl.String if r.schema.get(item_col) == pl.String else pl.Int64
         pairs = B.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
-    options = {"train": pairs, "items": items, "item_features": item_features,
-               "rating_range": rating_range}  # fmt: skip
+    options = Context(train=pairs, items=items, item_features=item_features,
+                      rating_range=rating_range)  # fmt: skip
     spec = spec_of(
         metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
         relevance_col=relevance_col, has_relevance=has_relevance, ties=ties,
-        relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+        relevance_threshold=relevance_threshold, no_recs=no_recs,
     )  # fmt: skip
     plan = spec.plan
     check_inputs(
@@ -474,7 +478,7 @@ def evaluate_sharded(
         by_rank=spec.by_rank,
     )  # columns and types; values are checked in each shard
     context = build_context(plan, options, _local_sources(t, r, spec, inputs))
-    spec = ShardSpec(**{**spec.__dict__, "options": context})
+    spec = replace(spec, context=context)
 
     t_users, r_users = t[user_col].unique(), r[user_col].unique()
     if t_users.dtype != r_users.dtype and t_users.dtype.is_integer() and r_users.dtype.is_integer():

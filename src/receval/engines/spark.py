@@ -30,6 +30,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,7 @@ from receval.engines.shard import (
 )
 from receval.families import beyond as B
 from receval.families.beyond import check_train_columns, join_key_type, read_train, unify_items
-from receval.families.contract import check_inputs, warn_unused_relevance
+from receval.families.contract import Context, check_inputs, warn_unused_relevance
 from receval.families.states import GlobalState
 from receval.metrics.result import Result
 
@@ -535,7 +536,7 @@ def evaluate_spark(
     request = {
         "user_col": user_col, "item_col": item_col, "score_col": score_col,
         "rank_col": rank_col, "relevance_col": relevance_col, "ties": ties,
-        "relevance_threshold": relevance_threshold, "no_recs": no_recs, "options": {},
+        "relevance_threshold": relevance_threshold, "no_recs": no_recs,
     }  # fmt: skip
     spec_of(metrics, has_relevance=True, **request)  # metrics and options, before any job
     if spark is None:
@@ -598,12 +599,12 @@ def evaluate_spark(
     kind = pl.String if item_type == pl.String else pl.Int64
     if train is not None and not is_spark_frame(train):  # a local train, read once
         train = read_train(train, user_col, item_col, kind, kinds, inputs, unify=False)
-    options = {"train": train, "items": items, "item_features": item_features,
-               "rating_range": rating_range}  # fmt: skip
+    options = Context(train=train, items=items, item_features=item_features,
+                      rating_range=rating_range)  # fmt: skip
     with _executor_errors():
         sources = _spark_sources(spec, t, r, item_type, kinds, inputs)
         context = build_context(plan, options, sources)
-    spec = ShardSpec(**{**spec.__dict__, "options": context})
+    spec = replace(spec, context=context)
 
     rows = (
         t.withColumn("__side", F.lit(0).cast("tinyint"))

@@ -16,6 +16,7 @@ import copy
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from receval.engines.shard import (
 )
 from receval.families import beyond as B
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     TiesPolicy,
     check_policies,
@@ -216,7 +218,7 @@ class Evaluator:
         self._spec = spec_of(
             metrics, user_col=user_col, item_col=item_col, score_col=score_col,
             rank_col=rank_col, relevance_col=relevance_col, has_relevance=relevance_col is not None,
-            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs,
         )  # fmt: skip
         self._plan = self._spec.plan
         if any(m.name == "nmae" for m in self._plan) and rating_range is None:
@@ -225,11 +227,10 @@ class Evaluator:
                 "observed in truth is known only after the last block."
             )
             raise InputError(msg)
-        self._options: dict[str, Any] = {
-            "train": train, "items": items, "item_features": item_features,
-            "rating_range": rating_range,
-        }  # fmt: skip
-        self._context: dict[str, Any] | None = None  # built with the first block
+        self._options = Context(
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
+        self._context: Context | None = None  # built with the first block
         self._kind: type[pl.DataType] | None = None  # item ids: pl.String or pl.Int64
         self._train: pl.DataFrame | None = None
         self._has_relevance: bool | None = None
@@ -268,13 +269,13 @@ class Evaluator:
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
-        context = dict(self._context)
-        if "items" not in context:  # the block's catalog: its items (+ train's); codes -> ids
+        context = self._context
+        if context.items is None:  # the block's catalog: its items (+ train's); codes -> ids
             ids = [t[item_col].cast(self._kind), r[item_col].cast(self._kind)]
             if self._train is not None:
                 ids.append(self._train[item_col])
-            context["_catalog"] = pl.concat(ids).unique().sort()
-        block_spec = ShardSpec(**{**self._spec.__dict__, "options": context})
+            context = replace(context, catalog=pl.concat(ids).unique().sort())
+        block_spec = replace(self._spec, context=context)
         out = run_shard(block_spec, t, r)
         self._absorb(out, context, t, r)
 
@@ -445,7 +446,7 @@ class Evaluator:
         kind_of = r if r.height else t
         self._kind = pl.String if kind_of.schema.get(item_col) == pl.String else pl.Int64
         kind = self._kind
-        train = self._options["train"]
+        train = self._options.train
         if train is not None:
             self._train = B.read_train(
                 train, user_col, item_col, kind, self._kinds, inputs=inputs, unify=True
@@ -465,14 +466,12 @@ class Evaluator:
             lambda: [],
         )  # fmt: skip
         context = build_context(self._plan, self._options, sources)
-        context.pop("_catalog", None)  # each block gets its own; the final one is merged
-        if "_catalog_source" in context or "items" not in context:
-            context["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
-        self._context = context
+        source = "truth+recs" + ("+train" if train is not None else "")
+        self._context = replace(  # each block gets its own catalog; the final one is merged
+            context, catalog=None, catalog_source=source if context.items is None else None
+        )
 
-    def _absorb(
-        self, out: ShardOutput, context: dict[str, Any], t: pl.DataFrame, r: pl.DataFrame
-    ) -> None:
+    def _absorb(self, out: ShardOutput, context: Context, t: pl.DataFrame, r: pl.DataFrame) -> None:
         """Merge one block's output into the states."""
         user_col, item_col = self._inputs.user_col, self._inputs.item_col
         self._blocks += 1
@@ -485,7 +484,7 @@ class Evaluator:
             )
             self._in_train[0] += rows
             self._in_train[1] += users
-        if "items" not in context:
+        if context.items is None:
             assert self._kind is not None
             new = pl.concat([t[item_col].cast(self._kind), r[item_col].cast(self._kind)])
             self._items.append(new.unique())
@@ -533,9 +532,9 @@ class Evaluator:
         return (
             spec.metrics, spec.user_col, spec.item_col, spec.order_col, spec.by_rank,
             spec.relevance_col, spec.ties, spec.threshold, spec.no_recs, self._kinds,
-            opts["rating_range"], opts["train"] is None, opts["items"] is None,
-            opts["item_features"] if isinstance(opts["item_features"], str | list | None)
-            else id(opts["item_features"]),
+            opts.rating_range, opts.train is None, opts.items is None,
+            opts.item_features if isinstance(opts.item_features, str | list | None)
+            else id(opts.item_features),
         )  # fmt: skip
 
     def _flush(self) -> None:
@@ -586,7 +585,7 @@ class Evaluator:
         """The catalog's size: the item table's, else the distinct items of truth, recs and
         train."""
         assert self._context is not None
-        if "items" in self._context:
+        if self._context.items is not None:
             return None  # every block reported the item table's size
         ids = list(self._items)
         if self._train is not None:

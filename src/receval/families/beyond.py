@@ -54,7 +54,7 @@ from receval.data.layout import (
     show_rows,
     trec_tie_keys,
 )
-from receval.families.contract import Part, Prepared, per_user_frame
+from receval.families.contract import Context, Part, Prepared, per_user_frame
 from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
 from receval.kernels.exact import parts_weighted
@@ -91,13 +91,13 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     ``entropy`` are global. ``details[name]`` says which catalog, how many users, items absent
     from train, lists too short for a pair, and so on.
     """
-    _check_inputs(plan, prep.options)
+    _check_inputs(plan, prep.context)
     ctx = _Context.build(prep, plan)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
     part = Part(means, None, details)
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     n_users = prep.r_grp.n_users
     for m in plan:
         off, codes = ctx.top(m.k)
@@ -305,17 +305,17 @@ def global_value(name: str, values: np.ndarray, counts: np.ndarray, n_catalog: i
     return abs(total_exact(parts_weighted(-p * np.log2(p), counts)))
 
 
-def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
+def _check_inputs(plan: tuple[Metric, ...], context: Context) -> None:
     """Name the missing argument before reading anything."""
     for m in plan:
-        if m.spec.needs_train and options.get("train") is None and "_popularity" not in options:
+        if m.spec.needs_train and context.train is None and context.popularity is None:
             msg = (
                 f"{m.canonical} needs item popularity from training interactions; pass "
                 "train= (rows (user, item), same sources as truth; --train on the command line)."
             )
             raise InputError(msg)
         if m.spec.needs_item_features:
-            features = options.get("item_features")
+            features = context.item_features
             if features is None:
                 msg = (
                     f"{m.canonical} needs item similarity; pass item_features= (a vector "
@@ -323,7 +323,7 @@ def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
                     "sim(item_a, item_b) -> float; --item-features on the command line)."
                 )
                 raise InputError(msg)
-            if not callable(features) and options.get("items") is None:
+            if not callable(features) and context.items is None:
                 msg = (
                     f"{m.canonical} reads item_features={features!r} from the item table; pass "
                     "items= (a frame or file with the item column and those feature columns; "
@@ -385,12 +385,12 @@ class _Context:
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
-        opts, user_col = prep.options, prep.user_col
-        id_type, inputs = opts.get("id_type", "auto"), opts.get("_inputs")
-        train = opts.get("_train_pairs")  # read once by evaluate when train is given
+        ctx, user_col = prep.context, prep.user_col
+        id_type, inputs = ctx.id_type, ctx.inputs
+        train = ctx.train_pairs  # read once by evaluate when train is given
         if train is None:
-            train = read_train(opts.get("train"), user_col, item_col, kind, id_type, inputs)
-        items = read_items(opts.get("items"), user_col, item_col, kind, id_type, inputs)
+            train = read_train(ctx.train, user_col, item_col, kind, id_type, inputs)
+        items = read_items(ctx.items, user_col, item_col, kind, id_type, inputs)
         row_codes = None
         if items is not None:
             catalog = items[item_col]
@@ -405,9 +405,9 @@ class _Context:
                     f"item table (column {item_col!r})."
                 )
                 raise InputError(msg)
-        elif "_catalog" in prep.options:  # a shard: the catalog of every shard's items
-            catalog = prep.options["_catalog"]
-            source = prep.options["_catalog_source"]
+        elif ctx.catalog is not None:  # a shard: the catalog of every shard's items
+            catalog = ctx.catalog
+            source = str(ctx.catalog_source)
             if ids is None:
                 row_codes = _codes(catalog, r_items)
         else:
@@ -450,7 +450,7 @@ class _Context:
 
     def popularity(self) -> _Popularity:
         if self._pop is None:
-            given = self.prep.options.get("_popularity")  # a shard: train's, aggregated once
+            given = self.prep.context.popularity  # a shard: train's, aggregated once
             if given is not None:
                 per_item, n_users = given
             else:
@@ -470,7 +470,7 @@ class _Context:
         """Per-user mean pairwise similarity of L@K (NaN for lists shorter than 2)."""
         if k not in self._sim:
             off, codes = self.top(k)
-            features = self.prep.options["item_features"]
+            features = self.prep.context.item_features
             if callable(features):
                 self._sim[k] = (self._ils_callable(off, codes, features), "callable")
             else:
@@ -610,17 +610,17 @@ def check_train(prep: Prepared, data: Any) -> Prepared:
     user_col, item_col = prep.user_col, prep.item_col
     r_items = prep.r_grp.frame[item_col]
     kind = pl.String if r_items.dtype == pl.String else pl.Int64
-    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    id_type, inputs = prep.context.id_type, prep.context.inputs
     pairs = read_train(data, user_col, item_col, kind, id_type, inputs, unify=False)
     assert pairs is not None
     rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.frame, pairs, user_col, item_col)
     warn_in_train(rows, users, stacklevel=3)
     counts = replace(prep.counts, recs_in_train=rows)
-    options = prep.options
+    context = prep.context
     with suppress(InputError):  # item ids typed as recs' are reused by the beyond metrics,
         # which otherwise read train again and raise this error when one needs it
-        options = {**options, "_train_pairs": unify_items(pairs, "train", item_col, kind)}
-    return replace(prep, counts=counts, options=options)
+        context = replace(context, train_pairs=unify_items(pairs, "train", item_col, kind))
+    return replace(prep, counts=counts, context=context)
 
 
 def join_key_type(a: pl.DataType, b: pl.DataType) -> type[pl.DataType]:

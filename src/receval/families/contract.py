@@ -22,7 +22,8 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice
-from receval.data.layout import Grouped, check_frame
+from receval.data.io import Inputs
+from receval.data.layout import Grouped, IdTypeArg, check_frame
 from receval.families.states import GlobalState, finish_states
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
@@ -31,6 +32,7 @@ __all__ = [
     "GRADE_NAMES",
     "NO_RECS",
     "TIES",
+    "Context",
     "NoRecsPolicy",
     "Part",
     "Prepared",
@@ -126,6 +128,52 @@ def check_inputs(
 
 
 @dataclass(frozen=True)
+class Context:
+    """What the metric families read besides the layout: :func:`evaluate`'s family options
+    and, in a distributed or streaming engine, the global context computed once over all
+    the data (:func:`receval.engines.shard.build_context`).
+
+    Attributes
+    ----------
+    train, items, item_features, rating_range:
+        :func:`evaluate`'s options (``items`` may come read: the checked item table).
+    id_type:
+        The id kinds that train and items follow (:func:`~receval.data.layout.check_id_type`).
+    has_relevance:
+        Whether truth had a relevance column (None: :func:`~receval.families.ranking.prepare`
+        finds out).
+    inputs:
+        Each input's own column names and format (:class:`~receval.data.io.Inputs`).
+    train_pairs:
+        Train's distinct (user, item) pairs, read once (ids typed as recs').
+    shard:
+        The layout holds some users only (a shard or a block): global metrics leave their
+        :class:`~receval.families.states.GlobalState` to be merged, not a value.
+    catalog, catalog_source:
+        The catalog of every shard (sorted item ids) and where it comes from.
+    popularity:
+        Train's distinct users per item (``item_col``, ``n``) and its number of users,
+        aggregated once over all of train.
+    observed_range:
+        Truth's (min, max) relevance over every shard (``nmae`` without ``rating_range``).
+    """
+
+    train: Any = None
+    items: Any = None
+    item_features: Any = None
+    rating_range: tuple[float, float] | None = None
+    id_type: IdTypeArg = "auto"
+    has_relevance: bool | None = None
+    inputs: Inputs | None = None
+    train_pairs: pl.DataFrame | None = None
+    shard: bool = False
+    catalog: pl.Series | None = None
+    catalog_source: str | None = None
+    popularity: tuple[pl.DataFrame, int] | None = None
+    observed_range: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
 class Prepared:
     """The canonical layout that every metric family reads.
 
@@ -143,11 +191,8 @@ class Prepared:
         given (a score, or a rank when ``by_rank``), as float64.
     t_item, r_item:
         64-bit item keys: equal keys are equal items within a user (verified).
-    options:
-        Family options of :func:`evaluate`: ``train``, ``items``, ``item_features``,
-        ``rating_range``, ``id_type`` (train and items follow it) and ``has_relevance``
-        (whether truth had a relevance column); ``_inputs`` (each input's own column names
-        and format, :class:`~receval.data.io.Inputs`) and ``_train_pairs`` (train read once).
+    context:
+        What the families read besides the layout (:class:`Context`).
     """
 
     t_grp: Grouped
@@ -167,7 +212,7 @@ class Prepared:
     threshold: float
     no_recs: NoRecsPolicy
     counts: Counts
-    options: dict[str, Any] = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
 
     def threshold_of(self, metric: Metric) -> float:
         """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""

@@ -151,7 +151,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
     part = Part(means, None, details)
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     sorted_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     ranked: dict[str, tuple[float, np.ndarray]] = {}  # a shard's auc / average_precision
@@ -514,7 +514,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             f"recs were given with rank_col={prep.order_col!r}. Pass score_col= instead."
         )
         raise InputError(msg)
-    if not prep.options.get("has_relevance", True):
+    if prep.context.has_relevance is False:
         msg = (
             f"rating metrics ({names}) need true ratings: truth has no relevance column. Pass "
             "relevance_col= to name the column that holds the ratings."
@@ -534,7 +534,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     user_of_row = np.repeat(
         np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
     )
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     if n_missing:
         if prep.no_recs == "raise":
             _raise_missing(prep, missing, names)
@@ -552,8 +552,8 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     y = np.ascontiguousarray(y, dtype=np.float64)
     pred = np.ascontiguousarray(pred, dtype=np.float64)
 
-    range_given = prep.options.get("rating_range")
-    observed = prep.options.get("_observed_range")  # a shard: truth's range over every shard
+    range_given = prep.context.rating_range
+    observed = prep.context.observed_range  # a shard: truth's range over every shard
     if range_given is not None:
         lo, hi = R.check_range(tuple(range_given))
     elif observed is not None:
