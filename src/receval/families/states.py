@@ -14,13 +14,12 @@ methods below, never by the metric it serves:
   machine holds every row (``auc`` over 10^9 rows never brings its distinct scores to the
   driver).
 
-The states themselves live with their family's provider: :class:`~receval.families.pointwise.
-ScoreHistogram` (``auc`` and ``average_precision`` over rows), :class:`~receval.families.
-pointwise.ConfusionCounts` (thresholded rates), :class:`~receval.families.pointwise.RatingRows`
-(rating metrics over rows), :class:`~receval.families.beyond.ExposureCounts` (``coverage``,
-``gini``, ``entropy``, and the items absent from train of ``novelty``, ``arp``,
-``long_tail``). Sums over rows that are a plain mean (``logloss``) merge as exact float
-expansions (:attr:`Part.sums <receval.families.contract.Part>`).
+The states themselves live with their family's provider: in
+:mod:`receval.families.pointwise`, ``ScoreHistogram`` (``auc`` and ``average_precision`` over
+rows), ``ConfusionCounts`` (thresholded rates) and ``RatingRows`` (rating metrics over rows);
+in :mod:`receval.families.beyond`, ``ExposureCounts`` (``coverage``, ``gini``, ``entropy``,
+and the items absent from train of ``novelty``, ``arp``, ``long_tail``). Sums over rows that
+are a plain mean (``logloss``) merge as exact float expansions (``Part.sums``).
 """
 
 from __future__ import annotations
