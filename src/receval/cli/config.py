@@ -25,6 +25,8 @@ A factor model instead of ``recs`` (``receval evaluate --user-factors ...``): th
 ``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``device``,
 ``exclude``, ``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and
 ``excluded_truth``.
+``segments``: a segmentation or a list of them (docs/segments.md): built-in names, truth
+columns, or segment files (relative to the config file, like every path).
 ``receval topk --config`` reads those (less ``excluded_truth``) plus ``k``, ``users``,
 ``output``, ``user_col``, ``item_col`` and ``id_type``.
 
@@ -65,7 +67,7 @@ CONFIG_KEYS = (
     "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",
     "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format", "id_type",
     "relevance_threshold", "item_features", "rating_range", "input_format", "columns", *_MODEL,
-    "excluded_truth",
+    "excluded_truth", "segments",
 )  # fmt: skip
 """The keys of ``receval evaluate --config``."""
 
@@ -192,6 +194,16 @@ def _check(source: Path, key: str, value: Any) -> Any:
             msg = f"{where} must be true or false; got {value!r}."
             raise InputError(msg)
         return value
+    if key == "segments":  # names stay; a value naming a file (relative to this one) is a path
+        if isinstance(value, str):
+            value = [value]
+        if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            msg = (
+                f"{where} must be a segmentation or a list of them, e.g. ['activity', "
+                f"'tiers.csv']; got {value!r}."
+            )
+            raise InputError(msg)
+        return [str(_path(source, v)) if _path(source, v).is_file() else v for v in value]
     if key == "metrics":
         if isinstance(value, str):
             value = [value]
