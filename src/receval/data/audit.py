@@ -79,6 +79,12 @@ class SplitAudit:
         if found.height == 0:
             msg = f"no check {check!r} in this audit; checks: {', '.join(self.table['check'])}."
             raise KeyError(msg)
+        if found.height > 1:
+            msg = (
+                f"this audit has one {check!r} per fold (a k-fold split): read .table, or the "
+                "audit of one fold (split.folds[i].audit)."
+            )
+            raise KeyError(msg)
         value = found["count"][0]
         return None if value is None else int(value)
 
