@@ -265,64 +265,67 @@ def _rows(
     train: pl.DataFrame, test: pl.DataFrame, columns: Columns, relevant: pl.Series | None
 ) -> list[tuple[str, int | None, int]]:
     """(check, count, size of what the share is of) for each check of ``test`` against
-    ``train`` (both as :func:`_ids` returns them)."""
+    ``train`` (both as :func:`_ids` returns them). One lazy query per count, run together
+    (:func:`polars.collect_all`), so that the passes over train run in parallel and share
+    their common parts."""
     u, i = columns.user, columns.item
     n_train, n_test = train.height, test.height
-    test_users = test.select(pl.col(u).unique())
-    train_users = train.select(pl.col(u).unique())
-    test_items = test.select(pl.col(i).unique())
-    train_items = train.select(pl.col(i).unique())
-    rows: list[tuple[str, int | None, int]] = []
-    if columns.time is not None and n_train and n_test:
+    has_time = columns.time is not None and n_train > 0 and n_test > 0
+    tr = train.lazy()
+    te = test.lazy().with_columns(
+        (relevant if relevant is not None else pl.repeat(True, n_test)).alias("__rel")
+    )
+    if has_time:
+        train_users = tr.group_by(u).agg(pl.col("__time").max().alias("__last"))
+    else:
+        train_users = tr.select(u).unique()
+    test_users = te.group_by(u).agg(pl.col("__rel").any())
+    train_items = tr.select(i).unique()
+    queries = {
+        "test_users": test_users.select(pl.len()),
+        "train_users": train_users.select(pl.len()),
+        "test_items": te.select(pl.col(i).n_unique()),
+        "test_pairs_in_train": te.join(tr.select(u, i), on=[u, i], how="semi").select(pl.len()),
+        "cold_test_users": test_users.join(train_users, on=u, how="anti").select(pl.len()),
+        "cold_test_items": te.select(i)
+        .unique()
+        .join(train_items, on=i, how="anti")
+        .select(pl.len()),
+        "cold_item_test_rows": te.join(train_items, on=i, how="anti").select(pl.len()),
+        "test_users_without_relevant": test_users.select((~pl.col("__rel")).sum()),
+        "train_users_without_test": train_users.join(test_users, on=u, how="anti").select(pl.len()),
+    }
+    if has_time:
         last_train = train["__time"].max()
         first_test = test["__time"].min()
-        user_last = train.group_by(u).agg(pl.col("__time").max().alias("__last"))
-        joined = test.select(u, "__time").join(user_last, on=u, how="left")
-        counts = joined.select(
-            (pl.col("__time") < last_train).sum().alias("a"),
-            (pl.col("__time") == last_train).sum().alias("b"),
-            (pl.col("__time") < pl.col("__last")).sum().alias("c"),
-            (pl.col("__time") == pl.col("__last")).sum().alias("d"),
-        ).row(0)
-        after = train.select((pl.col("__time") > first_test).sum()).item()
-        rows += [
-            ("test_before_train_end", counts[0], n_test),
-            ("train_after_test_start", after, n_train),
-            ("test_before_user_train_end", counts[2], n_test),
-            ("ties_at_global_cut", counts[1], n_test),
-            ("ties_at_user_cut", counts[3], n_test),
-        ]
-    elif columns.time is not None:  # an empty part: nothing overlaps
-        sizes = (n_test, n_train, n_test, n_test, n_test)
-        rows += [(c, 0, s) for c, s in zip(_TIME_CHECKS, sizes, strict=True)]
-    else:
-        sizes = (n_test, n_train, n_test, n_test, n_test)
-        rows += [(c, None, s) for c, s in zip(_TIME_CHECKS, sizes, strict=True)]
-    pairs = train.select(u, i).unique()
-    in_train = test.join(pairs, on=[u, i], how="semi").height
-    cold_items = test_items.join(train_items, on=i, how="anti")
-    cold_item_rows = test.join(train_items, on=i, how="anti").height
-    rows += [
-        ("test_pairs_in_train", in_train, n_test),
-        ("cold_test_users", test_users.join(train_users, on=u, how="anti").height,
-         test_users.height),
-        ("cold_test_items", cold_items.height, test_items.height),
-        ("cold_item_test_rows", cold_item_rows, n_test),
-    ]  # fmt: skip
-    if relevant is None:
-        rows.append(("test_users_without_relevant", 0, test_users.height))
-    else:
-        per_user = (
-            test.select(u)
-            .with_columns(relevant.alias("__rel"))
-            .group_by(u)
-            .agg(pl.col("__rel").any())
+        joined = te.select(u, "__time").join(train_users, on=u, how="left")
+        queries["time"] = joined.select(
+            (pl.col("__time") < last_train).sum().alias("test_before_train_end"),
+            (pl.col("__time") < pl.col("__last")).sum().alias("test_before_user_train_end"),
+            (pl.col("__time") == last_train).sum().alias("ties_at_global_cut"),
+            (pl.col("__time") == pl.col("__last")).sum().alias("ties_at_user_cut"),
         )
-        rows.append(
-            ("test_users_without_relevant", int((~per_user["__rel"]).sum()), test_users.height)
-        )
-    without = train_users.join(test_users, on=u, how="anti").height
-    rows.append(("train_users_without_test", without, train_users.height))
+        queries["train_after_test_start"] = tr.select((pl.col("__time") > first_test).sum())
+    frames = dict(zip(queries, pl.collect_all(list(queries.values())), strict=True))
+    found = {name: int(frame.item()) for name, frame in frames.items() if name != "time"}
+    if "time" in frames:
+        found.update({k: int(v) for k, v in frames["time"].row(0, named=True).items()})
+    n_test_users, n_train_users = found["test_users"], found["train_users"]
+    sizes = {
+        "test_before_train_end": n_test, "train_after_test_start": n_train,
+        "test_before_user_train_end": n_test, "ties_at_global_cut": n_test,
+        "ties_at_user_cut": n_test, "test_pairs_in_train": n_test,
+        "cold_test_users": n_test_users, "cold_test_items": found["test_items"],
+        "cold_item_test_rows": n_test, "test_users_without_relevant": n_test_users,
+        "train_users_without_test": n_train_users,
+    }  # fmt: skip
+    rows: list[tuple[str, int | None, int]] = []
+    for check, size in sizes.items():
+        if check in _TIME_CHECKS and not has_time:
+            # no time column: unknown; an empty part: nothing overlaps
+            rows.append((check, None if columns.time is None else 0, size))
+        else:
+            rows.append((check, found[check], size))
     return rows
 
 

@@ -50,7 +50,7 @@ from receval.data.interactions import (
 )
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
 from receval.data.layout import show_rows
-from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout
+from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout, order
 
 __all__ = [
     "DropCold",
@@ -515,6 +515,7 @@ class _Work:
     tie: np.ndarray  # int64 seeded hash of (user, item, time)
     keep: np.ndarray
     _groups: tuple[pl.Series, np.ndarray, np.ndarray] | None = None
+    _ordered: dict[bool, np.ndarray] = field(default_factory=dict)
 
     @staticmethod
     def of(frame: pl.DataFrame, columns: Columns, seed: int) -> _Work:
@@ -551,6 +552,14 @@ class _Work:
             rows = grouped["__row"].explode().to_numpy().astype(np.int64, copy=False)
             self._groups = (grouped[self.columns.user], offsets, rows)
         return self._groups
+
+    def ordered(self, by_time: bool) -> np.ndarray:
+        """:attr:`groups`' rows with each user's in the order of (time, tie, row)
+        (``by_time``) or (tie, row)."""
+        if by_time not in self._ordered:
+            _, offsets, rows = self.groups
+            self._ordered[by_time] = order(offsets, rows, self.time, self.tie, by_time)
+        return self._ordered[by_time]
 
     def user_of_row(self) -> np.ndarray:
         """Per row, its user's index in :attr:`groups`."""
@@ -613,11 +622,11 @@ def _dedupe(
     if policy == "keep":
         notes.append("duplicates: every row of a repeated (user, item) pair kept")
         return
-    _, offsets, rows = work.groups
-    items = _item_codes(work)
+    _, offsets, _ = work.groups
     by_time = work.columns.time is not None
+    rows = work.ordered(by_time)
     keep = work.keep if policy != "raise" else work.keep.copy()
-    dropped = dedupe(offsets, rows, work.time, work.tie, by_time, items, policy == "last", keep)
+    dropped = dedupe(offsets, rows, _item_codes(work), policy == "last", keep)
     if policy == "raise":
         notes.append("duplicates: none (duplicates='raise')")
         if dropped:
@@ -730,9 +739,9 @@ def _split_part(
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
         return _global_part(work, plan)
-    _, offsets, rows = work.groups
+    _, offsets, _ = work.groups
     part, short = holdout(
-        offsets, rows, work.keep, work.time, work.tie, plan.by_time, plan.test,
+        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test,
         plan.validation or _NONE, together=plan.ties == "together",
         drop_short=plan.short == "drop",
     )  # fmt: skip
@@ -912,7 +921,7 @@ def _kfold(
         msg = f"k ({plan.k}) must be at most the number of users ({n_users})."
         raise InputError(msg)
     part, short = holdout(
-        offsets, rows, work.keep, work.time, work.tie, plan.by_time, plan.test, _NONE,
+        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test, _NONE,
         together=plan.ties == "together", drop_short=plan.short == "drop",
     )  # fmt: skip
     _short_users(work, plan, short, extra)
