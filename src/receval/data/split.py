@@ -316,8 +316,8 @@ def split(
     >>> s = receval.split(data, "temporal_global", cutoff=3)
     >>> s.train["timestamp"].to_list(), s.test["timestamp"].to_list()
     ([1, 2], [3, 4, 5, 6])
-    >>> s.audit["test_before_train_end"], s.audit["cold_test_items"]
-    (0, 1)
+    >>> s.audit["test_before_train_end"], s.audit["cold_test_items"]  # items 3 and 4
+    (0, 2)
 
     Each user's last interaction: a's (t=3) is earlier than b's training rows, which the audit
     reports (and warns about) as a global time overlap.
