@@ -3,7 +3,8 @@
 Commands: ``evaluate`` (metrics of a recommendation file, or of a factor model's scores,
 against a truth file), ``topk`` (a factor model's top-K lists, written to a file), ``metrics``
 (every metric with its definition and variants) and ``demo`` (realistic generated data,
-evaluated end to end).
+evaluated end to end); ``compare``, ``report`` and ``plot`` (:mod:`receval.cli.compare`);
+``split`` and ``audit`` (leakage-safe splits and their audit, :mod:`receval.cli.split`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from receval.cli.compare import register_compare_commands
 from receval.cli.compile_notice import compile_notice
 from receval.cli.config import TOPK_KEYS, load_config
 from receval.cli.model_io import factor_model, load_ids, model_options
+from receval.cli.split import register_split_commands
 from receval.data.datasets import make_interactions, make_train
 from receval.data.io import check_output_path, check_outputs, write_frame
 from receval.data.layout import check_id_type
@@ -648,6 +650,7 @@ def demo_cmd(
 
 
 register_compare_commands(app)
+register_split_commands(app)
 
 
 @app.callback()
