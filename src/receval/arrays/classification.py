@@ -4,17 +4,25 @@ Python floats back).
 
 AUC is exact: ``AUC = (sum of the positives' average ranks - M(M+1)/2) / (M N)`` with ``M``
 positives and ``N`` negatives, which is the share of (positive, negative) pairs the scores order
-correctly, ties counting one half. It is computed without ranking all rows: the positives'
-scores and the negatives' scores are sorted apart (NumPy's vectorised sort, both sorts in
-parallel threads) and one merge walk counts, for each distinct positive score, the negatives
-below it and tied with it (:func:`_pair_counts`, a ``prange`` driver over chunks of
-positives). Counts are integers (exact); the AUC is one division.
+correctly, ties counting one half (docs/metrics.md). It is computed without ranking all rows:
+the positives' scores and the negatives' scores are sorted apart and one merge walk counts, for
+each distinct positive score, the negatives below it and tied with it (:func:`_pair_counts`, a
+``prange`` driver over chunks of positives). From :data:`_RADIX_MIN` rows on, the sorts are a
+parallel radix sort of the scores' order-preserving uint64 keys (:mod:`receval.kernels.sort`:
+equal scores, ``-0.0`` and ``0.0`` included, have equal keys); below, NumPy's sort of the
+float64 scores (both sorts in parallel threads). Counts are integers (exact); the AUC is one
+division, so both paths give the same bits. Average precision and the curves read the same
+sorted classes: per distinct score, its positives and negatives (:func:`_merge_runs`).
 
-GAUC groups rows by user with a counting sort and runs the same count per user
-(:func:`_group_pair_counts`, ``prange`` over users).
+GAUC sorts the rows by (group, score key) with the same radix sort (a stable counting sort by
+group after the score's digits) and counts each group's pairs over its tie groups in one walk
+(:func:`_sorted_groups_chunk`, chunks of groups on threads); below :data:`_RADIX_MIN` rows, a
+counting sort by group and a sort per group (:func:`_group_pair_counts`, ``prange`` over
+groups).
 
 Layering: ``_count_chunk`` (one chunk / one user), ``_pair_counts`` / ``_group_pair_counts``
-(``prange`` drivers), and the documented Python functions.
+(``prange`` drivers), the chunk kernels run by :func:`receval.kernels.pools.run_chunks`, and
+the documented Python functions.
 """
 
 from __future__ import annotations
