@@ -236,7 +236,7 @@ def scored_partition(scores: np.ndarray, bits: np.ndarray, n_thresholds: int) ->
     out: dict[str, Any] = {"low": float(scores.min()), "pos": [], "neg": [], "twice": []}
     for j in range(n_thresholds):
         labels = ((bits >> j) & 1).astype(np.int8)
-        pos, neg = C.sorted_classes(labels, scores)
+        pos, neg = C.sorted_class_keys(labels, scores)
         out["pos"].append(int(pos.shape[0]))
         out["neg"].append(int(neg.shape[0]))
         out["twice"].append(C.auc_twice_wins(pos, neg))
@@ -288,7 +288,7 @@ def ap_partition(
     if scores.size == 0:
         return np.zeros(0)
     labels = ((bits >> j) & 1).astype(np.int8)
-    _, tps, fps, _, _ = C._threshold_counts(labels, scores)
+    _, tps, fps, _, _ = C._threshold_counts(labels, scores, thresholds=False)
     return C.ap_terms(tps, fps, before[0], before[1])
 
 

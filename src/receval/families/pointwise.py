@@ -167,7 +167,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if name == "auc":
             need_classes(m, n_pos, n_rows, threshold)
             if threshold not in sorted_cache:
-                sorted_cache[threshold] = C.sorted_classes(labels, scores)
+                sorted_cache[threshold] = C.sorted_class_keys(labels, scores)
             value = C.auc_from_sorted(*sorted_cache[threshold])
         elif name == "average_precision":
             need_classes(m, n_pos, n_rows, threshold, negatives=False)
@@ -255,7 +255,7 @@ def _gauc(
     m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
-    rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
+    rows, positives, auc_u = C.grouped_pair_counts(offsets, labels, scores)
     weight = m.str_param("weight")
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
     if not used:

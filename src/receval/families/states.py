@@ -60,15 +60,9 @@ class ScoreHistogram:
     def of_rows(cls, scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> ScoreHistogram:
         """The state of scored rows: ``bits`` holds each row's label at threshold ``j`` in
         bit ``j``."""
-        s = np.asarray(scores, dtype=np.float64) + 0.0  # -0.0 and 0.0 are one score
-        distinct, inverse = np.unique(s, return_inverse=True)
-        inverse = inverse.ravel()
-        pos = np.zeros((n_thresholds, distinct.size), dtype=np.int64)
-        neg = np.zeros((n_thresholds, distinct.size), dtype=np.int64)
-        for j in range(n_thresholds):
-            label = ((np.asarray(bits, dtype=np.int64) >> j) & 1).astype(np.bool_)
-            pos[j] = np.bincount(inverse[label], minlength=distinct.size)
-            neg[j] = np.bincount(inverse[~label], minlength=distinct.size)
+        distinct, pos, neg = C.bit_histogram(  # -0.0 and 0.0 are one score
+            np.asarray(scores, dtype=np.float64), np.asarray(bits, dtype=np.int64), n_thresholds
+        )
         return cls(n_thresholds, distinct, pos, neg)
 
     def merge(self, other: ScoreHistogram) -> ScoreHistogram:
