@@ -185,7 +185,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if name == "auc":
             need_classes(m, n_pos, n_rows, threshold)
             if threshold not in sorted_cache:
-                sorted_cache[threshold] = C.sorted_classes(labels, scores)
+                sorted_cache[threshold] = C.sorted_class_keys(labels, scores)
             value = C.auc_from_sorted(*sorted_cache[threshold])
         elif name == "average_precision":
             need_classes(m, n_pos, n_rows, threshold, negatives=False)
@@ -275,7 +275,7 @@ def _gauc(
     m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
-    rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
+    rows, positives, auc_u = C.grouped_pair_counts(offsets, labels, scores)
     weight = m.str_param("weight")
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
     if not used:
@@ -348,12 +348,10 @@ class ScoreHistogram(GlobalState):
     def of_rows(cls, scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> ScoreHistogram:
         """The state of scored rows: ``bits`` holds each row's label at threshold ``j`` in
         bit ``j``."""
-        s = np.asarray(scores, dtype=np.float64) + 0.0  # -0.0 and 0.0 are one score
-        b = np.asarray(bits, dtype=np.int64)
-        labels = np.stack([(b >> j) & 1 for j in range(n_thresholds)], axis=1).reshape(
-            s.size, n_thresholds
+        distinct, pos, neg = C.bit_histogram(  # -0.0 and 0.0 are one score
+            np.asarray(scores, dtype=np.float64), np.asarray(bits, dtype=np.int64), n_thresholds
         )
-        distinct, counts = sum_by_key(s, np.hstack([labels, 1 - labels]))
+        counts = np.ascontiguousarray(np.hstack([pos.T, neg.T]), dtype=np.int64)
         return cls(n_thresholds, scores=distinct, counts=counts)
 
     @classmethod
@@ -396,6 +394,18 @@ class ScoreHistogram(GlobalState):
         self.scores, self.counts = sum_by_key(
             np.concatenate([p.scores for p in pieces]), np.vstack([p.counts for p in pieces])
         )
+
+    @property
+    def pos(self) -> np.ndarray:
+        """Per threshold ``j``, the positives of each distinct score (``pos[j]``)."""
+        self.compact()
+        return self.counts[:, : self.n_thresholds].T
+
+    @property
+    def neg(self) -> np.ndarray:
+        """Per threshold ``j``, the negatives of each distinct score (``neg[j]``)."""
+        self.compact()
+        return self.counts[:, self.n_thresholds :].T
 
     @property
     def nbytes(self) -> int:
