@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import receval
 from receval.arrays import classification as C
 from receval.engines.shard import evaluate_sharded
-from receval.families.states import ScoreHistogram
+from receval.families.pointwise import ScoreHistogram
 from receval.kernels import sort as S
 from receval.kernels.exact import total
 
