@@ -18,11 +18,13 @@ from receval.data.io import ROLES, Inputs, check_exists
 from receval.data.layout import IdTypeArg, check_column_names, check_id_type
 from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
+from receval.engines.sampled import evaluate_sampled
 from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
 from receval.engines.stream import evaluate_stream
 from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
+from receval.metrics.sampling import Sampling
 
 __all__ = ["Engine", "NoRecsPolicy", "TiesPolicy", "evaluate"]
 
@@ -57,6 +59,7 @@ def evaluate(
     block_memory: int | str = "256MiB",
     excluded_truth: Literal["drop", "raise"] = "drop",
     progress: bool = False,
+    sampling: Sampling | None = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -162,6 +165,12 @@ def evaluate(
         ``"drop"`` (default) or ``"raise"``: see ``exclude``.
     progress:
         With a model: a progress bar on stderr while scoring.
+    sampling:
+        A :class:`receval.Sampling`: rank each relevant truth item against sampled negatives
+        instead of the whole catalog (from a model, or from ``recs`` as a candidates table:
+        each user's rows not in truth are the negatives), and report the sampled metrics or
+        their corrections under names that carry the protocol, e.g.
+        ``ndcg@10~rescale(100)`` (docs/sampled.md).
 
     Returns
     -------
@@ -237,6 +246,16 @@ def evaluate(
             "and files."
         )
         raise InputError(msg)
+    if sampling is not None:
+        if engine == "stream":
+            msg = "sampling= runs on the local engine; leave engine= out."
+            raise InputError(msg)
+        return evaluate_sampled(
+            truth, recs, plan, sampling, inputs=inputs, kinds=kinds, score_col=score_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            exclude=exclude, candidates=candidates, block_memory=block_memory,
+            excluded_truth=excluded_truth, progress=progress, rank_col=rank_col,
+        )  # fmt: skip
     if is_model(recs):
         return evaluate_model(  # type: ignore[no-any-return]
             truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,
