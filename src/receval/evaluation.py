@@ -221,6 +221,9 @@ def evaluate(
         "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
         "no_recs": no_recs,
     }  # fmt: skip
+    if use_spark and sampling is not None:
+        msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
+        raise InputError(msg)
     if use_spark:
         if is_model(recs):
             msg = (

@@ -112,8 +112,7 @@ def legend(cmp: Comparison, *, best: str = "Bold") -> str:
         f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
         f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
         "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
-        "the paired users. A metric without per-user values has a mean only."
-        + estimates_note(cmp)
+        "the paired users. A metric without per-user values has a mean only." + estimates_note(cmp)
     )
 
 

@@ -360,6 +360,20 @@ def _from_table(
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a candidates table: each user's rows not in truth are
     the negatives of each of the user's test items (in the table with a score)."""
+    n_full = sampling.catalog_size
+    if sampling.correction is not None and n_full is None:
+        msg = (
+            f"Sampling.correction={sampling.correction!r} needs the full catalog size: with a "
+            "candidates table, pass Sampling(..., catalog_size=n), n the number of items each "
+            "test item would be ranked among in the full catalog (itself included)."
+        )
+        raise InputError(msg)
+    if n_full is not None and n_full < sampling.negatives + 1:
+        msg = (
+            f"Sampling.catalog_size must be at least negatives + 1 ({sampling.negatives + 1}): "
+            f"the sampled negatives come from the catalog; got {n_full}."
+        )
+        raise InputError(msg)
     user_col, item_col = inputs.user_col, inputs.item_col
     r_raw = inputs.read(recs, "recs", score_col)
     if score_col not in r_raw.columns:
@@ -446,20 +460,6 @@ def _from_table(
         counted[c].cast(pl.Int64).to_numpy() for c in ("above", "tied", "before")
     )
     lo, hi = _positions(above, tied, before, ties)
-    n_full = sampling.catalog_size
-    if sampling.correction is not None and n_full is None:
-        msg = (
-            f"Sampling.correction={sampling.correction!r} needs the full catalog size: with a "
-            "candidates table, pass Sampling(..., catalog_size=n), n the number of items each "
-            "test item would be ranked among in the full catalog (itself included)."
-        )
-        raise InputError(msg)
-    if n_full is not None and n_full < m + 1:
-        msg = (
-            f"Sampling.catalog_size must be at least negatives + 1 ({m + 1}): the sampled "
-            f"negatives come from the catalog; got {n_full}."
-        )
-        raise InputError(msg)
     queries = Queries(q_user, lo, hi, np.full(q_user.size, n_full or 0, dtype=np.int64), m,
                       sampling.replace)  # fmt: skip
     has_recs = np.zeros(n_users, dtype=np.bool_)

@@ -22,7 +22,11 @@ users:
   ``gamma`` times the variance of the estimate to the squared bias.
 * ``mle``: Jin et al.'s maximum-likelihood distribution ``P(r)`` of the full ranks, fitted by EM
   on the observed sampled positions (queries weighted so that each user counts once); ``T[j]
-  = E[M(R) | position j]`` under ``P``, so that the mean is ``sum_r P(r) M(r)``.
+  = E[M(R) | position j]`` under ``P``, so that the mean is ``sum_r P(r) M(r)``. Ranks up to
+  1,000 are each their own value of ``R``; beyond, ``R`` takes 2,000 buckets of geometrically
+  growing width, uniform inside (m sampled negatives cannot tell apart ranks closer than
+  about n / m). EM starts from the uniform distribution and stops when the log-likelihood
+  gains less than 1e-10 (relative) or after 1,000 iterations (``details[...]["strata"]``).
 
 ``A`` is the law of the sampled position given the full rank: Binomial(m, (r - 1) / (n - 1))
 with replacement, Hypergeometric(n - 1 negatives, r - 1 of them above, m drawn) without.
@@ -33,6 +37,7 @@ each at its median ``n``); ``rescale`` uses each query's own ``n``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 from dataclasses import dataclass
@@ -49,7 +54,8 @@ __all__ = ["MAX_STRATA", "Queries", "check_sampled_metrics", "one_item_value", "
 
 MAX_STRATA = 8
 _BLOCK = 1 << 21  # entries of A computed at once
-_MLE_MAX_RANKS = 25_000_000  # entries of the EM's likelihood matrix; more: ranks in buckets
+_MLE_ALONE = 1000  # the EM's full ranks each alone; beyond, _MLE_WIDE geometric buckets
+_MLE_WIDE = 2000
 _MLE_MAX_ITER = 1000
 _MLE_TOL = 1e-10
 _EIG_CUT = 1e-4
@@ -128,14 +134,26 @@ def one_item_value(kind: str, r: np.ndarray, n: np.ndarray | float, k: int | Non
 
 def _law(r: np.ndarray, n: int, m: int, replace: bool) -> np.ndarray:
     """``A[i, j] = P(sampled position j | full rank r[i])`` for ``j = 0 .. m``."""
-    stats = importlib.import_module("scipy.stats")  # on use: import receval loads no scipy
     j = np.arange(m + 1)[None, :]
     above = (r - 1)[:, None]
     if replace:
-        law = stats.binom.pmf(j, m, above / (n - 1))
-    else:
-        law = stats.hypergeom.pmf(j, n - 1, above, m)
-    out: np.ndarray = np.asarray(law, dtype=np.float64)
+        stats = importlib.import_module("scipy.stats")  # on use: import receval loads no scipy
+        out: np.ndarray = np.asarray(stats.binom.pmf(j, m, above / (n - 1)), dtype=np.float64)
+        return out
+    # C(K, j) C(N - K, m - j) / C(N, m), N = n - 1 negatives, K = r - 1 of them above, in
+    # log space (scipy's hypergeom.pmf is ~1000x slower on these arrays)
+    gammaln = importlib.import_module("scipy.special").gammaln
+    big_n = n - 1
+    below = big_n - above
+    ok = (j <= above) & (m - j <= below)
+    jj = np.where(ok, j, 0)
+    ka, kb = np.where(ok, above, 0), np.where(ok, below, 0)
+    log_pmf = (
+        gammaln(ka + 1.0) - gammaln(jj + 1.0) - gammaln(ka - jj + 1.0)
+        + gammaln(kb + 1.0) - gammaln(m - jj + 1.0) - gammaln(kb - (m - jj) + 1.0)
+        - (gammaln(big_n + 1.0) - gammaln(m + 1.0) - gammaln(big_n - m + 1.0))
+    )  # fmt: skip
+    out = np.where(ok, np.exp(np.where(ok, log_pmf, 0.0)), 0.0)
     return out
 
 
@@ -162,16 +180,43 @@ def _kinds(plan: tuple[Metric, ...]) -> list[tuple[str, int | None]]:
     return [(str(m.spec.one_item), m.k) for m in plan]
 
 
-def _rank_buckets(n: int, m: int) -> np.ndarray:
-    """Bucket edges over the full ranks ``1 .. n`` for the EM: each rank alone when the
-    likelihood matrix fits, else the first half of the budget alone and the rest in
-    equal-width buckets."""
-    budget = max(_MLE_MAX_RANKS // (m + 1), 2)
-    if n <= budget:
+def _rank_buckets(n: int) -> np.ndarray:
+    """Bucket edges over the full ranks ``1 .. n`` for the EM: ranks up to
+    :data:`_MLE_ALONE` each alone, then :data:`_MLE_WIDE` buckets of geometrically growing
+    width (a rank's resolution relative to itself, as the sampled ranks see it)."""
+    if n <= _MLE_ALONE + _MLE_WIDE:
         return np.arange(1, n + 2, dtype=np.int64)
-    alone = budget // 2
-    wide = np.linspace(alone + 1, n + 1, budget - alone + 1).round().astype(np.int64)
-    return np.unique(np.concatenate([np.arange(1, alone + 1, dtype=np.int64), wide]))
+    alone = np.arange(1, _MLE_ALONE + 1, dtype=np.int64)
+    wide = np.geomspace(_MLE_ALONE + 1, n + 1, _MLE_WIDE + 1).round().astype(np.int64)
+    return np.unique(np.concatenate([alone, wide]))
+
+
+@functools.lru_cache(maxsize=16)  # depends on (n, m, law, metrics) only: reused across seeds
+def _mle_likelihood(
+    n: int, m: int, replace: bool, kinds: tuple[tuple[str, int | None], ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per rank bucket: its size, the mean law of the sampled position over its ranks
+    (buckets x (m + 1)) and, per metric, the mean of law times metric value."""
+    edges = _rank_buckets(n)
+    n_b = edges.size - 1
+    like = np.zeros((n_b, m + 1))
+    like_m = np.zeros((len(kinds), n_b, m + 1))
+    size = np.diff(edges).astype(np.float64)
+    rows = max(1, _BLOCK // (m + 1))
+    for start in range(1, n + 1, rows):
+        r = np.arange(start, min(start + rows, n + 1), dtype=np.int64)
+        a = _law(r, n, m, replace)
+        b = np.searchsorted(edges, r, side="right") - 1
+        cut = np.flatnonzero(np.diff(b, prepend=-1))
+        like[b[cut]] += np.add.reduceat(a, cut, axis=0)
+        for i, (kind, k) in enumerate(kinds):
+            val = one_item_value(kind, r.astype(np.float64), n, k)
+            like_m[i, b[cut]] += np.add.reduceat(a * val[:, None], cut, axis=0)
+    like /= size[:, None]
+    like_m /= size[None, :, None]
+    for array in (size, like, like_m):
+        array.setflags(write=False)
+    return size, like, like_m
 
 
 def _stratum_tables(
@@ -184,26 +229,10 @@ def _stratum_tables(
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """One stratum's tables (metrics x (m + 1)) for ``minimal_bias``, ``bias_variance`` or
     ``mle`` (``counts``: the weighted sampled positions, for the EM)."""
-    n_metrics = len(kinds)
     info: dict[str, Any] = {"n": n}
-    rows = max(1, _BLOCK // (m + 1))
     if tag.estimator == "mle":
-        edges = _rank_buckets(n, m)
-        n_b = edges.size - 1
-        like = np.zeros((n_b, m + 1))
-        like_m = np.zeros((n_metrics, n_b, m + 1))
-        size = np.diff(edges).astype(np.float64)
-        for start in range(1, n + 1, rows):
-            r = np.arange(start, min(start + rows, n + 1), dtype=np.int64)
-            a = _law(r, n, m, replace)
-            b = np.searchsorted(edges, r, side="right") - 1
-            cut = np.flatnonzero(np.diff(b, prepend=-1))
-            like[b[cut]] += np.add.reduceat(a, cut, axis=0)
-            for i, (kind, k) in enumerate(kinds):
-                val = one_item_value(kind, r.astype(np.float64), n, k)
-                like_m[i, b[cut]] += np.add.reduceat(a * val[:, None], cut, axis=0)
-        like /= size[:, None]
-        like_m /= size[None, :, None]
+        size, like, like_m = _mle_likelihood(n, m, replace, tuple(kinds))
+        n_b = size.size
         assert counts is not None
         weights = counts / counts.sum()
         p = size / n
@@ -226,9 +255,27 @@ def _stratum_tables(
         tables = np.einsum("b,ibj->ij", p, like_m) / safe[None, :]
         info.update(iterations=iterations, converged=converged, rank_buckets=int(n_b))
         return tables, info
+    tables, rank = _least_squares(n, m, replace, tuple(kinds), tag.estimator, tag.gamma)
+    if rank is not None:
+        info["rank"] = rank
+    return tables, info
+
+
+@functools.lru_cache(maxsize=64)  # a table depends on (n, m, law, metrics) only: reused
+def _least_squares(
+    n: int,
+    m: int,
+    replace: bool,
+    kinds: tuple[tuple[str, int | None], ...],
+    estimator: str,
+    gamma: float,
+) -> tuple[np.ndarray, int | None]:
+    """The ``minimal_bias`` or ``bias_variance`` tables (metrics x (m + 1)) for ``n``, and
+    the number of directions kept by ``minimal_bias`` (None for ``bias_variance``)."""
+    rows = max(1, _BLOCK // (m + 1))
     gram = np.zeros((m + 1, m + 1))
     col = np.zeros(m + 1)
-    rhs = np.zeros((n_metrics, m + 1))
+    rhs = np.zeros((len(kinds), m + 1))
     for start in range(1, n + 1, rows):
         r = np.arange(start, min(start + rows, n + 1), dtype=np.int64)
         a = _law(r, n, m, replace)
@@ -236,17 +283,19 @@ def _stratum_tables(
         col += a.sum(axis=0)
         for i, (kind, k) in enumerate(kinds):
             rhs[i] += one_item_value(kind, r.astype(np.float64), n, k) @ a
-    if tag.estimator == "minimal_bias":
+    rank: int | None = None
+    if estimator == "minimal_bias":
         w, v = np.linalg.eigh(gram)
         keep = w > w.max() * _EIG_CUT
         inv = (v[:, keep] / w[keep]) @ v[:, keep].T
         tables = rhs @ inv.T
-        info["rank"] = int(keep.sum())
+        rank = int(keep.sum())
     else:
-        g = tag.gamma
+        g = gamma
         system = (1.0 - g) * gram + g * np.diag(col)
         tables = np.linalg.solve(system, rhs.T).T
-    return tables, info
+    tables.setflags(write=False)
+    return tables, rank
 
 
 def _counts(q: Queries, rows: np.ndarray, weight: np.ndarray, m: int) -> np.ndarray:
