@@ -20,12 +20,14 @@ from receval.data.layout import IdTypeArg, check_column_names, check_id_type
 from receval.data.segments import resolve_segments
 from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
+from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
 from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
 from receval.engines.stream import evaluate_stream
 from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
+from receval.metrics.sampling import Sampling
 
 __all__ = ["Engine", "NoRecsPolicy", "TiesPolicy", "evaluate"]
 
@@ -61,6 +63,7 @@ def evaluate(
     excluded_truth: Literal["drop", "raise"] = "drop",
     progress: bool = False,
     segments: Any = None,
+    sampling: Sampling | None = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -176,6 +179,12 @@ def evaluate(
         their recs; an item segment's truth rows (ranking metrics count only its relevant
         items; beyond-accuracy metrics are not reported by item segment). Local engine and
         model sources (docs/segments.md).
+    sampling:
+        A :class:`receval.Sampling`: rank each relevant truth item against sampled negatives
+        instead of the whole catalog (from a model, or from ``recs`` as a candidates table:
+        each user's rows not in truth are the negatives), and report the sampled metrics or
+        their corrections under names that carry the protocol, e.g.
+        ``ndcg@10~rescale(100)`` (docs/sampled.md).
 
     Returns
     -------
@@ -228,6 +237,9 @@ def evaluate(
         "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
         "no_recs": no_recs,
     }  # fmt: skip
+    if use_spark and sampling is not None:
+        msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
+        raise InputError(msg)
     if use_spark:
         if is_model(recs):
             msg = (
@@ -253,6 +265,16 @@ def evaluate(
             "and files."
         )
         raise InputError(msg)
+    if sampling is not None:
+        if engine == "stream":
+            msg = "sampling= runs on the local engine; leave engine= out."
+            raise InputError(msg)
+        return evaluate_sampled(
+            truth, recs, plan, sampling, inputs=inputs, kinds=kinds, score_col=score_col,
+            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+            exclude=exclude, candidates=candidates, block_memory=block_memory,
+            excluded_truth=excluded_truth, progress=progress, rank_col=rank_col,
+        )  # fmt: skip
     if is_model(recs):
         return evaluate_model(  # type: ignore[no-any-return]
             truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,

@@ -74,6 +74,7 @@ from receval.engines.model import topk
 from receval.evaluation import evaluate
 from receval.metrics.registry import MetricSpec, list_metrics
 from receval.metrics.result import Result
+from receval.metrics.sampling import Sampling
 
 __all__ = ["app", "main"]
 
@@ -224,6 +225,15 @@ def evaluate_cmd(
         ),
     ] = None,
     progress: ModelProgressOpt = None,
+    sampling: Annotated[
+        str | None,
+        typer.Option(
+            help="Rank each test item against sampled negatives instead of the whole catalog, "
+            "e.g. 'sampled(100)' (uncorrected) or 'rescale(100, seed=0)'; estimators rescale, "
+            "minimal_bias, bias_variance, mle; options seed, replace, distribution, gamma, "
+            "catalog_size (docs/sampled.md). With --recs, the file is a candidates table."
+        ),
+    ] = None,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10."),
@@ -295,6 +305,7 @@ def evaluate_cmd(
         "similarity": similarity.value if similarity else None, "exclude": exclude,
         "candidates": candidates, "block_memory": block_memory, "device": device,
         "excluded_truth": excluded_truth.value if excluded_truth else None,
+        "sampling": sampling,
     }  # fmt: skip
     flags.update(
         evaluate_options(
@@ -315,6 +326,8 @@ def evaluate_cmd(
                 msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
                 raise InputError(msg)
         model = _model_source(settings, engine)
+        if settings.get("sampling") is not None:
+            settings["sampling"] = Sampling.parse(settings["sampling"])
         fmt_value = settings.pop("format")
         check_choice("format", fmt_value, tuple(Format))
         out_format = Format(fmt_value)

@@ -8,9 +8,10 @@ string names the metric in Python, on the command line and in config files.
 
 Grammar (parsed with :mod:`ast`, constants only)::
 
-    metric  := name [ "(" param ("," param)* ")" ] [ "@" K ]
+    metric  := name [ "(" param ("," param)* ")" ] [ "@" K ] [ "~" estimate ]
     param   := word "=" value
     value   := number | word | 'string' | "{" number ":" number, ... "}"
+    estimate := estimator "(" m ("," param)* ")"      (sampled metrics: docs/sampled.md)
 
 Examples
 --------
@@ -22,6 +23,8 @@ Examples
 'map(denominator=min)@100'
 >>> parse_metric("recall(rel=2, average=macro)@20").canonical
 'recall(rel=2)@20'
+>>> parse_metric("NDCG@10 ~ rescale(100)").canonical
+'ndcg@10~rescale(100)'
 >>> parse_metric("ndgc@10")
 Traceback (most recent call last):
 ...
@@ -42,11 +45,14 @@ from typing import Literal
 from receval._errors import MetricError
 
 __all__ = [
+    "ESTIMATORS",
     "Aggregation",
     "Family",
     "Metric",
     "MetricSpec",
+    "OneItem",
     "Param",
+    "SampleTag",
     "list_metrics",
     "parse_metric",
     "parse_metrics",
@@ -65,6 +71,54 @@ Aggregation = Literal["user", "weighted", "global"]
 ``recall(average=micro)``: hits summed over users over |R| summed over users); ``global``,
 computed over every row or item at once, with no per-user values (``auc``, ``logloss``,
 ``coverage``, rating metrics over rows, ...)."""
+
+
+OneItem = Literal["dcg", "hit", "precision", "reciprocal", "auc"]
+"""A ranking metric's value for a query with exactly one relevant item at full rank ``r``
+among ``n`` candidates (docs/sampled.md): ``dcg`` ``1 / log2(r + 1)`` (ndcg), ``hit``
+``[r <= K]`` (recall, hit rate), ``precision`` ``[r <= K] / K``, ``reciprocal``
+``[r <= K] / r`` (mrr, map, arhr), ``auc`` ``(n - r) / (n - 1)``. The sampled-metric
+estimators correct the metrics that declare one."""
+
+ESTIMATORS = ("sampled", "rescale", "minimal_bias", "bias_variance", "mle")
+"""The names of a sampled metric's estimate: ``sampled`` (uncorrected), then the corrections."""
+DEFAULT_GAMMA = 0.01
+
+
+@dataclass(frozen=True)
+class SampleTag:
+    """How a sampled metric was estimated: the part after ``~`` in its name.
+
+    ``estimator`` is ``sampled`` (the metric on the sampled ranks, uncorrected) or a
+    correction (:data:`ESTIMATORS`); ``negatives`` the number m of sampled negatives per test
+    item; ``replace`` whether they are drawn with replacement; ``distribution`` ``uniform``
+    or ``popularity``; ``gamma`` the variance weight of ``bias_variance``. The canonical text
+    spells the defaults out only when they differ: ``rescale(100)``,
+    ``sampled(100, replace=true, distribution=popularity)``, ``bias_variance(100, gamma=0.1)``.
+    """
+
+    estimator: str
+    negatives: int
+    replace: bool = False
+    distribution: str = "uniform"
+    gamma: float = DEFAULT_GAMMA
+
+    @property
+    def text(self) -> str:
+        """The canonical text, e.g. ``rescale(100)``."""
+        parts = [str(self.negatives)]
+        if self.replace:
+            parts.append("replace=true")
+        if self.distribution != "uniform":
+            parts.append(f"distribution={self.distribution}")
+        if self.estimator == "bias_variance" and self.gamma != DEFAULT_GAMMA:
+            parts.append(f"gamma={self.gamma!r}")
+        return f"{self.estimator}({', '.join(parts)})"
+
+    @property
+    def corrected(self) -> bool:
+        """Whether the value estimates the full-catalog metric (not the raw sampled one)."""
+        return self.estimator != "sampled"
 
 
 @dataclass(frozen=True)
@@ -166,6 +220,9 @@ class MetricSpec:
     merges the rows in ranges of scores)."""
     uses_rating_range: bool = False
     """Reads the width of the rating scale (evaluate's ``rating_range``, else truth's)."""
+    one_item: OneItem | None = None
+    """The metric's value with one relevant item per query (:data:`OneItem`): the metrics
+    that declare one can be sampled and corrected (docs/sampled.md)."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -195,6 +252,9 @@ class Metric:
     spec: MetricSpec
     values: tuple[tuple[str, ParamValue], ...]
     k: int | None
+    sampling: SampleTag | None = None
+    """For a sampled metric, how it was estimated (the ``~`` part of its name); None for a
+    metric computed on the full lists."""
 
     @property
     def name(self) -> str:
@@ -241,7 +301,10 @@ class Metric:
         return default if rel is None else self.float_param("rel")
 
     def aggregation(self) -> Aggregation:
-        """How this metric's value is made (:data:`Aggregation`) at its parameters."""
+        """How this metric's value is made (:data:`Aggregation`) at its parameters (a sampled
+        metric: the mean of per-user values)."""
+        if self.sampling is not None:
+            return "user"
         if self.spec.aggregation_by is None:
             return self.spec.aggregation
         name, table = self.spec.aggregation_by
@@ -270,7 +333,8 @@ class Metric:
             if p.name in given and given[p.name] != p.default
         ]
         text = self.spec.name + (f"({', '.join(parts)})" if parts else "")
-        return text + (f"@{self.k}" if self.k is not None else "")
+        text += f"@{self.k}" if self.k is not None else ""
+        return text + (f"~{self.sampling.text}" if self.sampling is not None else "")
 
     def __str__(self) -> str:
         return self.canonical
@@ -313,8 +377,9 @@ def parse_metric(text: str | Metric) -> Metric:
     if not isinstance(text, str):
         msg = f"a metric must be given as a string such as 'ndcg@10'; got {text!r}."
         raise MetricError(msg)
-    source = text.strip()
-    head, at, tail = source.partition("@")
+    source, tilde, estimate = text.strip().partition("~")
+    sampling = _parse_estimate(estimate.strip(), text) if tilde else None
+    head, at, tail = source.strip().partition("@")
     head = head.strip()
     paren = head.find("(")
     name_part = head if paren < 0 else head[:paren]
@@ -368,7 +433,53 @@ def parse_metric(text: str | Metric) -> Metric:
             raise MetricError(msg)
         k = _parse_k(spec, tail.strip(), text)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
-    return Metric(spec, ordered, k)
+    return Metric(spec, ordered, k, sampling)
+
+
+def _parse_estimate(text: str, source: str) -> SampleTag:
+    """The ``~`` part of a sampled metric's name: ``estimator(m[, replace=true]
+    [, distribution=popularity][, gamma=g])``."""
+    expected = (
+        f"the part after ~ in {source!r} must read estimator(m, ...), estimator one of "
+        f"{', '.join(ESTIMATORS)} and m the number of sampled negatives, e.g. "
+        "'ndcg@10~rescale(100)'"
+    )
+    try:
+        tree = ast.parse(text.lower(), mode="eval").body
+    except SyntaxError:
+        raise MetricError(expected + ".") from None
+    if not (
+        isinstance(tree, ast.Call)
+        and isinstance(tree.func, ast.Name)
+        and tree.func.id in ESTIMATORS
+        and len(tree.args) == 1
+        and isinstance(tree.args[0], ast.Constant)
+        and type(tree.args[0].value) is int
+        and tree.args[0].value >= 1
+    ):
+        raise MetricError(expected + f"; got {text!r}.")
+    given: dict[str, object] = {}
+    for kw in tree.keywords:
+        value = _literal(kw.value, source)
+        if kw.arg == "replace" and value in (True, False, "true", "false"):
+            given["replace"] = value in (True, "true")
+        elif kw.arg == "distribution" and value in ("uniform", "popularity"):
+            given["distribution"] = value
+        elif (
+            kw.arg == "gamma"
+            and tree.func.id == "bias_variance"
+            and type(value) in (int, float)
+            and 0 < float(value) < 1  # type: ignore[arg-type]
+        ):
+            given["gamma"] = float(value)  # type: ignore[arg-type]
+        else:
+            msg = (
+                f"{expected}; its options are replace=true|false, distribution=uniform|"
+                f"popularity and, for bias_variance, gamma (0 < gamma < 1); got "
+                f"{kw.arg}={value!r}."
+            )
+            raise MetricError(msg)
+    return SampleTag(tree.func.id, tree.args[0].value, **given)  # type: ignore[arg-type]
 
 
 def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metric, ...]:
@@ -404,10 +515,11 @@ def _expand_cutoffs(item: str | Metric) -> list[str | Metric]:
     """``"ndcg@5,10,20"`` -> ``["ndcg@5", "ndcg@10", "ndcg@20"]``; anything else as it is."""
     if not isinstance(item, str):
         return [item]
-    head, at, tail = item.partition("@")
+    metric, tilde, estimate = item.partition("~")  # the estimate's own commas stay
+    head, at, tail = metric.partition("@")
     if not at or "," not in tail:
         return [item]
-    return [f"{head}@{k.strip()}" for k in tail.split(",")]
+    return [f"{head}@{k.strip()}{tilde}{estimate}" for k in tail.split(",")]
 
 
 MAX_K = 2**63 - 1  # cutoffs are 64-bit integers in the kernels
@@ -505,6 +617,7 @@ def _ranking(
     variants: str = "",
     properties: frozenset[str] = _BOUNDED,
     aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None,
+    one_item: OneItem | None = None,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -519,6 +632,7 @@ def _ranking(
             variants=variants,
             properties=properties,
             aggregation_by=aggregation_by,
+            one_item=one_item,
         )
     )
 
@@ -531,6 +645,7 @@ PRECISION = _ranking(
     references=("trec_eval P_K",),
     variants="equals trec_eval P_K and ranx precision@K",
     properties=frozenset({"bounded01", "order_invariant"}),
+    one_item="precision",
 )
 RECALL = _ranking(
     "recall",
@@ -551,6 +666,7 @@ RECALL = _ranking(
     variants="macro equals trec_eval recall_K and ranx recall@K",
     properties=frozenset({"bounded01", "order_invariant"}),
     aggregation_by=("average", (("macro", "user"), ("micro", "weighted"))),
+    one_item="hit",
 )
 F1 = _ranking(
     "f1",
@@ -574,6 +690,7 @@ HIT_RATE = _ranking(
     aliases=("hr", "success", "hit"),
     references=("trec_eval success_K",),
     variants="equals trec_eval success_K and ranx hit_rate@K",
+    one_item="hit",
 )
 MRR = _ranking(
     "mrr",
@@ -582,6 +699,7 @@ MRR = _ranking(
     aliases=("recip_rank", "rr"),
     references=("trec_eval recip_rank", "Voorhees, TREC-8 QA track (1999)"),
     variants="equals trec_eval recip_rank (no @K) and ranx mrr@K",
+    one_item="reciprocal",
 )
 ARHR = _ranking(
     "arhr",
@@ -591,6 +709,7 @@ ARHR = _ranking(
     variants="equals mrr@K when each user has one relevant item",
     bounds=(0.0, math.inf),
     properties=_UNBOUNDED,
+    one_item="reciprocal",
 )
 MAP = _ranking(
     "map",
@@ -610,6 +729,7 @@ MAP = _ranking(
     aliases=("ap",),
     references=("trec_eval map_cut_K", "ranx map@K"),
     variants="denominator=relevant equals trec_eval map / map_cut_K and ranx map@K",
+    one_item="reciprocal",
 )
 CG = _ranking(
     "cg",
@@ -640,6 +760,7 @@ NDCG = _ranking(
         "gain=linear equals trec_eval ndcg_cut_K, ranx ndcg@K and scikit-learn ndcg_score; "
         "gain=exp equals ranx ndcg_burges@K"
     ),
+    one_item="dcg",
 )
 NDCG_K = _ranking(
     "ndcg_k",
@@ -698,6 +819,7 @@ def _pointwise(
     thresholded: bool = False,
     ranks_rows: bool = False,
     uses_rating_range: bool = False,
+    one_item: OneItem | None = None,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -718,6 +840,7 @@ def _pointwise(
             thresholded=thresholded,
             ranks_rows=ranks_rows,
             uses_rating_range=uses_rating_range,
+            one_item=one_item,
         )
     )
 
@@ -733,6 +856,7 @@ AUC = _pointwise(
     variants="equals scikit-learn roc_auc_score (exact, average ranks over ties)",
     properties=frozenset({"bounded01", "score_transform_invariant"}),
     ranks_rows=True,
+    one_item="auc",
 )
 GAUC = _pointwise(
     "classification",
