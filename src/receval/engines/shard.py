@@ -78,7 +78,7 @@ __all__ = [
 
 _CONSTANT_DETAILS = {
     "catalog", "catalog_size", "similarity", "train_users", "head_items", "head_share",
-    "rating_range",
+    "rating_range", "categories", "groups", "items_without_group",
 }  # fmt: skip
 
 
@@ -533,6 +533,9 @@ class Sources:
     popularity: Callable[[Any], tuple[pl.DataFrame, int]]
     items: Callable[[Any], pl.DataFrame | None]
     item_ids: Callable[[], list[pl.Series]]
+    history: Callable[[Any], pl.DataFrame] | None = None
+    """train's distinct (user, item) pairs, item ids typed as recs' (for the metrics that
+    read each user's own train items: every shard keeps its users' rows)."""
 
 
 def build_context(
@@ -551,6 +554,12 @@ def build_context(
     train = options.get("train")
     if train is not None:
         out["_popularity"] = sources.popularity(train)
+    if train is not None and any(m.spec.needs_history for m in beyond):
+        if sources.history is None:
+            names = [m.canonical for m in beyond if m.spec.needs_history]
+            msg = f"{names} read each user's train items, which this engine cannot ship."
+            raise InputError(msg)
+        out["_history"] = sources.history(train)
     items = sources.items(options.get("items"))
     if items is not None:
         out["items"] = items
@@ -580,10 +589,16 @@ def _local_sources(
         rel = t[spec.relevance_col].cast(pl.Float64)
         return float(rel.min()), float(rel.max())  # type: ignore[arg-type]
 
+    def history(data: Any) -> pl.DataFrame:
+        train = B.read_train(data, user_col, item_col, kind)
+        assert train is not None
+        return train
+
     return Sources(
         user_col, item_col, kind, truth_range, popularity,
         lambda data: B.read_items(data, user_col, item_col, kind, inputs=inputs),
         lambda: [t[item_col].cast(kind).unique(), r[item_col].cast(kind).unique()],
+        history,
     )  # fmt: skip
 
 
