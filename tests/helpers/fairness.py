@@ -12,7 +12,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 
-from scipy.spatial.distance import jensenshannon
+from scipy.stats import entropy
 
 Row = tuple[Hashable, Hashable, float]
 
@@ -90,8 +90,8 @@ def awrf(
     groups: dict[Hashable, set[Hashable]],
     target: dict[Hashable, float],
 ) -> float:
-    """Jensen-Shannon divergence (bits) of the list's attention over groups and ``target``
-    (scipy's jensenshannon is the square root of the divergence)."""
+    """Jensen-Shannon divergence (bits) of the list's attention over groups and ``target``:
+    the mean of the two Kullback-Leibler divergences to the mixture (scipy's entropy)."""
     names = sorted(target, key=str)
     e = dict.fromkeys(names, 0.0)
     for item, a in exposure.items():
@@ -100,7 +100,8 @@ def awrf(
     total = sum(e.values())
     p = [e[g] / total for g in names]
     q = [target[g] for g in names]
-    return float(jensenshannon(p, q, base=2) ** 2)
+    mix = [(a + b) / 2 for a, b in zip(p, q, strict=True)]
+    return float(entropy(p, mix, base=2) + entropy(q, mix, base=2)) / 2
 
 
 def miscalibration(

@@ -258,7 +258,7 @@ def test_pop_serendipity(seed: int, ties: str) -> None:
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("k", [None, 1, 2, 4])
 def test_expected_exposure_and_awrf_over_every_order_of_ties(seed: int, k: int | None) -> None:
-    case = make_case(seed, str_ids=bool(seed % 2), n_items=7)
+    case = make_case(seed, str_ids=bool(seed % 2), n_items=8)
     at = "" if k is None else f"@{k}"
     names = [
         f"ee_loss{at}",
@@ -303,6 +303,8 @@ def test_missing_inputs_name_the_argument() -> None:
     with pytest.raises(receval.InputError, match="pass train="):
         receval.evaluate({"u": {"a": 1}}, recs, "miscalibration(by=g)@1", items=items)
     with pytest.raises(receval.InputError, match="by=COLUMN"):
+        receval.evaluate({"u": {"a": 1}}, recs, "awrf@1", items=items)
+    with pytest.raises(receval.InputError, match="a vector column"):
         receval.evaluate({"u": {"a": 1}}, recs, "awrf@1", items=items, item_features="v")
     with pytest.raises(receval.InputError, match="a vector column"):
         receval.evaluate({"u": {"a": 1}}, recs, "awrf(by=v)@1", items=items)
