@@ -359,7 +359,7 @@ def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc["metrics"]) == DEFAULT_METRICS + DEMO_BEYOND
-    assert doc["details"]["coverage@10"]["catalog"] == "truth+recs+train"
+    assert doc["details"]["coverage@10"]["catalog"] == "items"  # the generated item table
     assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
 
 
