@@ -23,6 +23,7 @@ from receval import plot
 from receval._errors import (
     EngineError,
     InputError,
+    LeakageWarning,
     MetricError,
     OutputError,
     RecevalError,
@@ -47,7 +48,9 @@ from receval.arrays.classification import (
 )
 from receval.arrays.rating import mae, mse, nmae, r2, rmse
 from receval.comparison.compare import Comparison, compare
+from receval.data.audit import SplitAudit, audit_split
 from receval.data.io import read_trec_qrels, read_trec_run
+from receval.data.split import Split, split
 from receval.engines.model import FactorModel, ScoreModel, topk
 from receval.engines.stream import Evaluator
 from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate
@@ -67,6 +70,7 @@ __all__ = [
     "FactorModel",
     "GaucWeight",
     "InputError",
+    "LeakageWarning",
     "Metric",
     "MetricError",
     "MetricSpec",
@@ -76,11 +80,14 @@ __all__ = [
     "RecevalError",
     "Result",
     "ScoreModel",
+    "Split",
+    "SplitAudit",
     "TiesPolicy",
     "UndefinedMetricWarning",
     "__version__",
     "accuracy",
     "auc",
+    "audit_split",
     "average_precision",
     "compare",
     "confusion_matrix",
@@ -103,5 +110,6 @@ __all__ = [
     "recall",
     "rmse",
     "roc_curve",
+    "split",
     "topk",
 ]

@@ -11,6 +11,7 @@ from typing import cast
 __all__ = [
     "EngineError",
     "InputError",
+    "LeakageWarning",
     "MetricError",
     "OutputError",
     "RecevalError",
@@ -48,6 +49,13 @@ class EngineError(RecevalError):
 class UndefinedMetricWarning(UserWarning):
     """A metric is undefined on the data given (a 0/0 ratio, constant truth for R²): its
     value is NaN, never a silent 0."""
+
+
+class LeakageWarning(UserWarning):
+    """A train/test split lets information from the test part into training: test
+    interactions earlier than training ones, timestamps tied across the split, test pairs
+    also in train (:func:`receval.audit_split`, run by every :func:`receval.split`). The data
+    is never changed; the audit's table counts each case."""
 
 
 @contextmanager

@@ -10,14 +10,17 @@ the same :class:`~receval.Result`.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, get_args
 
 from receval._errors import InputError, check_choice
 from receval.data.io import ROLES, Inputs, check_exists
 from receval.data.layout import IdTypeArg, check_column_names, check_id_type
+from receval.data.segments import resolve_segments
 from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
+from receval.engines.segments import evaluate_segments
 from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
 from receval.engines.stream import evaluate_stream
 from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
@@ -57,6 +60,7 @@ def evaluate(
     block_memory: int | str = "256MiB",
     excluded_truth: Literal["drop", "raise"] = "drop",
     progress: bool = False,
+    segments: Any = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -162,6 +166,16 @@ def evaluate(
         ``"drop"`` (default) or ``"raise"``: see ``exclude``.
     progress:
         With a model: a progress bar on stderr while scoring.
+    segments:
+        Results by segment as well (``result.by_segment``, ``result.segments``): a built-in
+        computed from ``train`` (``"activity"``: users by their number of training rows;
+        ``"cold_warm"``; ``"popularity"``: items head / mid / tail by their share of the
+        training rows), the name of a truth column with one value per user, a table of the
+        user (or item) column and a segment column, a dict ``{user: segment}``, or a list of
+        these. Each segment is evaluated on its own rows: a user segment's truth users and
+        their recs; an item segment's truth rows (ranking metrics count only its relevant
+        items; beyond-accuracy metrics are not reported by item segment). Local engine and
+        model sources (docs/segments.md).
 
     Returns
     -------
@@ -182,6 +196,8 @@ def evaluate(
     >>> receval.evaluate(truth, recs, "mrr")["mrr"]
     0.875
     """
+    if segments is not None:
+        return _with_segments(dict(locals()))  # every argument, as given
     check_choice("engine", engine, get_args(Engine))
     kinds = check_id_type(id_type)
     use_spark = engine == "spark" or (
@@ -261,6 +277,49 @@ def evaluate(
         relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
         options=options,
     )  # fmt: skip
+
+
+def _with_segments(args: dict[str, Any]) -> Result:
+    """:func:`evaluate` of every row, then of each segment's rows (``args``: evaluate's.)"""
+    segments, truth, recs = args.pop("segments"), args.pop("truth"), args.pop("recs")
+    plan = parse_metrics(args.pop("metrics"))
+    sources = (truth, recs, args["train"], args["items"])
+    spark_frames = any(map(is_spark_frame, sources))
+    if args["engine"] in ("spark", "stream") or spark_frames:
+        msg = (
+            "segments= runs with the local engine (tables in memory) and with model sources; "
+            f"got engine={args['engine']!r}{' and a Spark DataFrame' if spark_frames else ''}. "
+            "Evaluate each segment's rows with the Spark or streaming engine instead."
+        )
+        raise InputError(msg)
+    whole = evaluate(truth, recs, plan, **args)  # checks every option first
+    inputs = Inputs.of(args["columns"], args["input_format"], args["user_col"], args["item_col"])
+    user_col, item_col = inputs.user_col, inputs.item_col
+    truth = inputs.read(truth, "truth", args["relevance_col"] or "relevance")
+    if not is_model(recs):
+        order = args["score_col"] if args["rank_col"] is None else args["rank_col"]
+        recs = inputs.read(recs, "recs", order)
+    train = args["train"]
+    if train is not None:
+        train = inputs.read(train, "train", "relevance")
+    chosen = resolve_segments(segments, truth, train, user_col, item_col)
+    own_item = inputs.columns["items"][1]  # the item table is read by evaluate, as given
+    fmt = inputs.formats["items"]
+    same = {
+        **args, "user_col": user_col, "item_col": item_col, "train": train,
+        "columns": None if own_item == item_col else {"items": {"item": own_item}},
+        "input_format": None if fmt is None else {"items": fmt},
+    }  # fmt: skip
+
+    def run(part: Any, part_recs: Any, metrics: tuple[Metric, ...]) -> Result:
+        with warnings.catch_warnings():  # the whole run has warned already
+            warnings.simplefilter("ignore")
+            return evaluate(part, part_recs, metrics, **same)
+
+    frame, results = evaluate_segments(
+        run, truth, recs, chosen, plan, user_col=user_col, item_col=item_col
+    )
+    return whole.with_segments(frame, results)
 
 
 def _local_inputs(

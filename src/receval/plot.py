@@ -1,6 +1,6 @@
 """``receval.plot``: plots of evaluations and comparisons (public home of
 :mod:`receval.comparison.plots`, where the functions are defined)."""
 
-from receval.comparison.plots import MAX_KS, intervals, metric_at_k, per_user, pr, roc
+from receval.comparison.plots import MAX_KS, intervals, metric_at_k, per_user, pr, roc, segments
 
-__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc"]
+__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc", "segments"]

@@ -23,7 +23,7 @@ from helpers.optional import import_torch
 from helpers.shard import DATA, TIES, assert_same, family_metrics, groups
 from receval import InputError
 from receval.cli import app
-from receval.families.states import ScoreHistogram
+from receval.families.pointwise import ScoreHistogram
 from receval.kernels.exact import total
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -229,7 +229,7 @@ def test_score_histogram_equals_sorting_the_rows() -> None:
     state = pieces[3]
     for p in [*pieces[:3], *pieces[4:]]:
         state.merge(p)
-    scored, ap = state.finish()
+    scored, ap = state.totals()
     for j in range(2):
         y = (bits >> j) & 1
         twice, n_pos, n_neg = scored[j]
@@ -394,3 +394,18 @@ def test_update_scores_bad_input() -> None:
     bad[3, 3] = np.nan
     with pytest.raises(InputError, match="scores hold NaN"):
         ev.update_scores(users, bad, truth, item_ids=items)
+
+
+def test_coverage_without_train_or_items() -> None:
+    """The catalog of truth and recs, built block by block when neither train nor items is
+    given (the first block once raised on an empty list of ids)."""
+    truth = {1: {"a": 1}, 2: {"c": 1}}
+    recs = {1: {"a": 0.5, "b": 0.2}, 2: {"a": 0.3, "d": 0.1}}
+    ev = receval.Evaluator(["coverage@1", "gini@2"])
+    ev.update({1: truth[1]}, {1: recs[1]})
+    ev.update({2: truth[2]}, {2: recs[2]})
+    got = ev.compute()
+    want = receval.evaluate(truth, recs, ["coverage@1", "gini@2"])
+    assert got["coverage@1"] == want["coverage@1"] == 0.25
+    assert got["gini@2"] == want["gini@2"]
+    assert got.details["coverage@1"]["catalog_size"] == 4

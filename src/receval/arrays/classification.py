@@ -4,17 +4,25 @@ Python floats back).
 
 AUC is exact: ``AUC = (sum of the positives' average ranks - M(M+1)/2) / (M N)`` with ``M``
 positives and ``N`` negatives, which is the share of (positive, negative) pairs the scores order
-correctly, ties counting one half. It is computed without ranking all rows: the positives'
-scores and the negatives' scores are sorted apart (NumPy's vectorised sort, both sorts in
-parallel threads) and one merge walk counts, for each distinct positive score, the negatives
-below it and tied with it (:func:`_pair_counts`, a ``prange`` driver over chunks of
-positives). Counts are integers (exact); the AUC is one division.
+correctly, ties counting one half (docs/metrics.md). It is computed without ranking all rows:
+the positives' scores and the negatives' scores are sorted apart and one merge walk counts, for
+each distinct positive score, the negatives below it and tied with it (:func:`_pair_counts`, a
+``prange`` driver over chunks of positives). From :data:`_RADIX_MIN` rows on, the sorts are a
+parallel radix sort of the scores' order-preserving uint64 keys (:mod:`receval.kernels.sort`:
+equal scores, ``-0.0`` and ``0.0`` included, have equal keys); below, NumPy's sort of the
+float64 scores (both sorts in parallel threads). Counts are integers (exact); the AUC is one
+division, so both paths give the same bits. Average precision and the curves read the same
+sorted classes: per distinct score, its positives and negatives (:func:`_merge_runs`).
 
-GAUC groups rows by user with a counting sort and runs the same count per user
-(:func:`_group_pair_counts`, ``prange`` over users).
+GAUC sorts the rows by (group, score key) with the same radix sort (a stable counting sort by
+group after the score's digits) and counts each group's pairs over its tie groups in one walk
+(:func:`_sorted_groups_chunk`, chunks of groups on threads); below :data:`_RADIX_MIN` rows, a
+counting sort by group and a sort per group (:func:`_group_pair_counts`, ``prange`` over
+groups).
 
 Layering: ``_count_chunk`` (one chunk / one user), ``_pair_counts`` / ``_group_pair_counts``
-(``prange`` drivers), and the documented Python functions.
+(``prange`` drivers), the chunk kernels run by :func:`receval.kernels.pools.run_chunks`, and
+the documented Python functions.
 """
 
 from __future__ import annotations
@@ -33,7 +41,16 @@ from numba import njit, prange
 from receval._errors import InputError, UndefinedMetricWarning, check_choice
 from receval.data.layout import FLOAT_EXACT, inexact_integers_message
 from receval.kernels.exact import CAP, grow, parts, total
-from receval.kernels.pools import check_pools
+from receval.kernels.pools import check_pools, run_chunks
+from receval.kernels.ranking import frozen
+from receval.kernels.sort import (
+    class_keys,
+    float_keys,
+    float_of_keys,
+    group_keys,
+    sort_keys,
+    sort_pairs,
+)
 
 __all__ = [
     "ConfusionMatrix",
@@ -57,6 +74,10 @@ GaucWeight = Literal["impressions", "clicks", "uniform"]
 
 _SHOW = 5
 _PARALLEL_SORT_MIN = 1 << 16  # below this, the two sorts run one after the other
+_RADIX_MIN = 1 << 15
+"""From this many rows on, scores are sorted by the radix sort of their keys
+(:mod:`receval.kernels.sort`); below, by NumPy's sort (the results are the same)."""
+_GROUPS_PER_CHUNK = 1024
 _EPS = float(np.finfo(np.float64).eps)
 
 
@@ -353,6 +374,100 @@ def _counting_order(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.nd
     return offsets, order
 
 
+@njit(cache=True, nogil=True)
+def _merge_runs(pos: np.ndarray, neg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct keys of two sorted key arrays (ascending) and, per distinct key, how many
+    times it occurs in ``pos`` and in ``neg``."""
+    m = pos.shape[0]
+    n = neg.shape[0]
+    keys = np.empty(m + n, dtype=np.uint64)
+    n_pos = np.empty(m + n, dtype=np.int64)
+    n_neg = np.empty(m + n, dtype=np.int64)
+    i = 0
+    j = 0
+    u = 0
+    while i < m or j < n:
+        k = pos[i] if j >= n or (i < m and pos[i] <= neg[j]) else neg[j]
+        a = i
+        while i < m and pos[i] == k:
+            i += 1
+        b = j
+        while j < n and neg[j] == k:
+            j += 1
+        keys[u] = k
+        n_pos[u] = i - a
+        n_neg[u] = j - b
+        u += 1
+    return keys[:u], n_pos[:u], n_neg[:u]
+
+
+@njit(cache=True, nogil=True)
+def _bit_runs(
+    keys: np.ndarray, bits: np.ndarray, n_bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct keys of sorted ``keys`` and, per distinct key and bit ``j``, how many of
+    its rows have bit ``j`` of ``bits`` set (``pos[j]``) and clear (``neg[j]``)."""
+    n = keys.shape[0]
+    u = 0
+    for i in range(n):
+        if i == 0 or keys[i] != keys[i - 1]:
+            u += 1
+    distinct = np.empty(u, dtype=np.uint64)
+    pos = np.zeros((n_bits, u), dtype=np.int64)
+    neg = np.zeros((n_bits, u), dtype=np.int64)
+    r = -1
+    for i in range(n):
+        if i == 0 or keys[i] != keys[i - 1]:
+            r += 1
+            distinct[r] = keys[i]
+        b = np.uint64(bits[i])
+        for j in range(n_bits):
+            if (b >> np.uint64(j)) & np.uint64(1):
+                pos[j, r] += 1
+            else:
+                neg[j, r] += 1
+    return distinct, pos, neg
+
+
+@njit(cache=True, nogil=True)
+def _sorted_groups_chunk(
+    chunk: int,
+    n_chunks: int,
+    offsets: np.ndarray,
+    keys: np.ndarray,
+    payload: np.ndarray,
+    rows: np.ndarray,
+    positives: np.ndarray,
+    auc: np.ndarray,
+) -> None:
+    """Rows, positives and AUC (NaN for one class) of the groups of one chunk, from rows
+    sorted by group, then by key; a row's label is bit 0 of its payload."""
+    n_groups = offsets.shape[0] - 1
+    for g in range(n_groups * chunk // n_chunks, n_groups * (chunk + 1) // n_chunks):
+        lo = offsets[g]
+        hi = offsets[g + 1]
+        twice = 0
+        neg_below = 0
+        p = 0
+        r = lo
+        while r < hi:
+            k = keys[r]
+            e = r
+            pr = 0
+            while e < hi and keys[e] == k:
+                pr += int(payload[e] & 1)
+                e += 1
+            qr = e - r - pr
+            twice += pr * (2 * neg_below + qr)
+            neg_below += qr
+            p += pr
+            r = e
+        q = hi - lo - p
+        rows[g] = hi - lo
+        positives[g] = p
+        auc[g] = twice / (2.0 * p * q) if p and q else np.nan
+
+
 def _n_chunks(n: int) -> int:
     return max(1, min(n // 4096, numba.get_num_threads() * 4))
 
@@ -375,8 +490,45 @@ def sorted_classes(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, 
     return pos, neg
 
 
+def sorted_class_keys(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order-preserving uint64 keys (:func:`receval.kernels.sort.float_keys`) of the
+    positives' and of the negatives' scores, each sorted ascending: by the parallel radix sort
+    from :data:`_RADIX_MIN` rows on, by NumPy's sort below (the same arrays)."""
+    if scores.shape[0] < _RADIX_MIN:
+        pos, neg = sorted_classes(labels, scores)
+        return float_keys(pos)[0], float_keys(neg)[0]
+    pos, neg, pos_bits, neg_bits = class_keys(labels, scores)
+    return sort_keys(pos, pos_bits), sort_keys(neg, neg_bits)
+
+
+def class_histogram(
+    labels: np.ndarray, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct scores' keys, ascending, and how many positives and negatives have each."""
+    pos, neg = sorted_class_keys(labels, scores)
+    return _merge_runs(pos, neg)
+
+
+def bit_histogram(
+    scores: np.ndarray, bits: np.ndarray, n_bits: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct ``scores`` (float64, ascending; ``-0.0`` counts as ``0.0``) and, per bit
+    ``j`` of ``bits`` (``j < n_bits``), how many rows of each score have it set (``pos[j]``)
+    and clear (``neg[j]``)."""
+    keys, varying = float_keys(scores)
+    payload = np.ascontiguousarray(bits).astype(np.uint32 if n_bits <= 32 else np.uint64)
+    if keys.shape[0] < _RADIX_MIN:
+        order = np.argsort(keys, kind="stable")
+        keys, payload = keys[order], payload[order]
+    else:
+        keys, payload = sort_pairs(keys, payload, varying)
+    distinct, pos, neg = _bit_runs(keys, payload, n_bits)
+    return float_of_keys(distinct), pos, neg
+
+
 def auc_from_sorted(pos: np.ndarray, neg: np.ndarray) -> float:
-    """Exact AUC of positives and negatives whose scores are sorted ascending (both non-empty)."""
+    """Exact AUC of positives and negatives whose scores (or their keys) are sorted ascending
+    (both non-empty)."""
     return auc_value(auc_twice_wins(pos, neg), int(pos.shape[0]), int(neg.shape[0]))
 
 
@@ -500,7 +652,7 @@ def auc(y_true: Any, y_score: Any) -> float:
     """
     y, s = _binary(y_true, y_score)
     _two_classes(y, "AUC")
-    pos, neg = sorted_classes(y, s)
+    pos, neg = sorted_class_keys(y, s)
     return auc_from_sorted(pos, neg)
 
 
@@ -536,13 +688,53 @@ def group_codes(groups: Any, n: int) -> tuple[np.ndarray, pl.Series]:
     return codes, keys
 
 
+def group_pair_counts(
+    codes: np.ndarray, n_groups: int, labels: np.ndarray, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group (dense ``codes`` ``0 .. n_groups - 1``): rows, positives and the AUC (NaN for
+    one class).
+
+    From :data:`_RADIX_MIN` rows on, one radix sort of (group, score key) puts each group's
+    rows in score order (the score digits first, then the group's: a stable counting sort by
+    group), and one walk per group counts the pairs over its tie groups; below, a counting sort
+    by group, then each group's scores sorted apart (:func:`_group_pair_counts`). The counts
+    are exact integers either way: the AUCs are the same.
+    """
+    n = scores.shape[0]
+    if n < _RADIX_MIN:
+        offsets, order = _counting_order(codes, n_groups)
+        return _group_pair_counts(offsets, labels[order], scores[order])
+    keys, payload, key_bits, pay_bits = group_keys(labels, scores, codes, n_groups)
+    keys, payload = sort_pairs(keys, payload, key_bits, pay_bits & ~1)  # bit 0: the label
+    bounds = np.arange(n_groups + 1, dtype=payload.dtype) * payload.dtype.type(2)
+    offsets = np.searchsorted(payload, bounds).astype(np.int64)
+    rows = np.empty(n_groups, dtype=np.int64)
+    positives = np.empty(n_groups, dtype=np.int64)
+    auc_g = np.empty(n_groups, dtype=np.float64)
+    chunks = max(1, min(n_groups // _GROUPS_PER_CHUNK, 4 * numba.get_num_threads()))
+    args = (frozen(offsets), frozen(keys), frozen(payload), rows, positives, auc_g)
+    run_chunks(_sorted_groups_chunk, chunks, chunks, *args)
+    return rows, positives, auc_g
+
+
+def grouped_pair_counts(
+    offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`group_pair_counts` of rows grouped already: group ``g`` holds rows
+    ``offsets[g]:offsets[g + 1]``."""
+    if scores.shape[0] < _RADIX_MIN:
+        return _group_pair_counts(offsets, labels, scores)
+    n_groups = offsets.shape[0] - 1
+    codes = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(offsets))
+    return group_pair_counts(codes, n_groups, labels, scores)
+
+
 def _group_stats(
     y_true: Any, y_score: Any, groups: Any
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, pl.Series]:
     y, s = _binary(y_true, y_score)
     codes, keys = group_codes(groups, y.shape[0])
-    offsets, order = _counting_order(codes, keys.len())
-    rows, positives, auc_g = _group_pair_counts(offsets, y[order], s[order])
+    rows, positives, auc_g = group_pair_counts(codes, keys.len(), y, s)
     return rows, positives, auc_g, keys
 
 
@@ -632,14 +824,20 @@ def group_auc(y_true: Any, y_score: Any, groups: Any) -> pl.DataFrame:
 
 
 def _threshold_counts(
-    y: np.ndarray, s: np.ndarray
+    y: np.ndarray, s: np.ndarray, *, thresholds: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
-    """Distinct scores descending and the TP / FP counts of ``score >= threshold`` at each."""
-    pos, neg = sorted_classes(y, s)
-    thresholds = np.unique(s)[::-1]
-    tps = pos.shape[0] - np.searchsorted(pos, thresholds, side="left")
-    fps = neg.shape[0] - np.searchsorted(neg, thresholds, side="left")
-    return thresholds, tps, fps, pos.shape[0], neg.shape[0]
+    """Distinct scores descending and the TP / FP counts of ``score >= threshold`` at each
+    (the thresholds are left empty unless ``thresholds``)."""
+    keys, n_pos, n_neg = class_histogram(y, s)
+    tps = np.cumsum(n_pos[::-1])
+    fps = np.cumsum(n_neg[::-1])
+    if not thresholds:
+        values = np.zeros(0, dtype=np.float64)
+    elif np.any(np.signbit(s) & (s == 0)):  # -0.0: the zero that np.unique gives, as before
+        values = np.unique(s)[::-1]
+    else:
+        values = float_of_keys(keys[::-1])
+    return values, tps, fps, int(n_pos.sum()), int(n_neg.sum())
 
 
 def roc_curve(y_true: Any, y_score: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -737,7 +935,7 @@ def average_precision(y_true: Any, y_score: Any) -> float:
     """
     y, s = _binary(y_true, y_score)
     _need_positive(y, "average precision")
-    _, tps, fps, n_pos, _ = _threshold_counts(y, s)
+    _, tps, fps, n_pos, _ = _threshold_counts(y, s, thresholds=False)
     return total(ap_terms(tps, fps, 0, 0)) / n_pos
 
 

@@ -3,7 +3,8 @@
 Commands: ``evaluate`` (metrics of a recommendation file, or of a factor model's scores,
 against a truth file), ``topk`` (a factor model's top-K lists, written to a file), ``metrics``
 (every metric with its definition and variants) and ``demo`` (realistic generated data,
-evaluated end to end).
+evaluated end to end); ``compare``, ``report`` and ``plot`` (:mod:`receval.cli.compare`);
+``split`` and ``audit`` (leakage-safe splits and their audit, :mod:`receval.cli.split`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from receval.cli.common import (
     RatingRangeOpt,
     RelevanceColOpt,
     ScoreColOpt,
+    SegmentsOpt,
     SimilarityOpt,
     ThresholdOpt,
     Ties,
@@ -55,6 +57,7 @@ from receval.cli.common import (
     err,
     evaluate_options,
     out,
+    segment_specs,
     show_warning,
 )
 from receval.cli.common import fail as _fail
@@ -62,6 +65,7 @@ from receval.cli.compare import register_compare_commands
 from receval.cli.compile_notice import compile_notice
 from receval.cli.config import TOPK_KEYS, load_config
 from receval.cli.model_io import factor_model, load_ids, model_options
+from receval.cli.split import register_split_commands
 from receval.data.datasets import make_interactions, make_items, make_train
 from receval.data.io import check_output_path, check_outputs, write_frame
 from receval.data.layout import check_id_type
@@ -128,6 +132,15 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
         sys.stdout.write(res.to_json() + "\n")
         return
     if fmt is Format.csv:
+        if res.by_segment is not None:  # the whole run's rows, then each segment's
+            whole = pl.DataFrame(
+                {"metric": list(res.means), "value": list(res.means.values())},
+                schema={"metric": pl.String, "value": pl.Float64},
+            ).fill_nan(None)
+            rows = pl.concat([whole, res.by_segment.drop("note")], how="diagonal_relaxed")
+            sys.stdout.write(rows.select("segmentation", "kind", "segment", "metric", "value",
+                                         "users").write_csv())  # fmt: skip
+            return
         sys.stdout.write("metric,value\n")
         for name, value in res.means.items():
             sys.stdout.write(f'"{name}",{"" if math.isnan(value) else repr(value)}\n')
@@ -160,6 +173,29 @@ def _print_result(res: Result, fmt: Format, seconds: float | None = None) -> Non
         keys = [*first, *(k for k in model if k not in first)]
         facts = ", ".join(f"{k}={model[k]}" for k in keys)
         _out.print(f"model: {facts}", highlight=False)
+    if res.by_segment is not None:
+        _print_segments(res.by_segment)
+
+
+def _print_segments(frame: pl.DataFrame) -> None:
+    """One table per segmentation: a row per segment, a column per metric (and users)."""
+    for (name, kind), rows in frame.group_by("segmentation", "kind", maintain_order=True):
+        table = Table(title=f"by {kind} segment: {name}", title_justify="left")
+        table.add_column("segment")
+        metrics = rows["metric"].unique(maintain_order=True).to_list()
+        for metric in metrics:
+            table.add_column(metric, justify="right")
+        table.add_column("users", justify="right")
+        for (label,), seg in rows.group_by("segment", maintain_order=True):
+            values = dict(zip(seg["metric"], seg["value"], strict=True))
+            cells = ["-" if values.get(m) is None else f"{values[m]:.6f}" for m in metrics]
+            shown = "(not listed)" if label is None else str(label)
+            most = seg["users"].max()  # users evaluated by any metric of the segment
+            table.add_row(shown, *cells, str(most if isinstance(most, int) else 0))
+        _out.print(table)
+        for note in rows.filter(pl.col("note").is_not_null()).iter_rows(named=True):
+            where = "(not listed)" if note["segment"] is None else note["segment"]
+            _out.print(f"  {where}, {note['metric']}: {note['note']}", highlight=False)
 
 
 _MODEL_COUNTS = (
@@ -227,6 +263,7 @@ def evaluate_cmd(
     id_type: IdTypeOpt = None,
     input_format: InputFormatOpt = None,
     columns: ColumnsOpt = None,
+    segments: SegmentsOpt = None,
     engine: Annotated[
         Engine,
         typer.Option(
@@ -269,7 +306,7 @@ def evaluate_cmd(
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns,
+            id_type=id_type, input_format=input_format, columns=columns, segments=segments,
         )
     )  # fmt: skip
     try:
@@ -294,6 +331,8 @@ def evaluate_cmd(
              **_model_inputs(settings)},
         )  # fmt: skip
         settings.update(_engine_options(engine, spark_master, partitions))
+        if settings.get("segments") is not None:
+            settings["segments"] = segment_specs(settings["segments"])
         block = settings.get("block_memory")
         if not model and isinstance(block, str) and block.isdigit():
             settings["block_memory"] = int(block)  # bytes, as for a model
@@ -621,6 +660,7 @@ def demo_cmd(
 
 
 register_compare_commands(app)
+register_split_commands(app)
 
 
 @app.callback()

@@ -8,9 +8,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
+import polars as pl
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from receval._errors import InputError
 
 __all__ = [
     "BlockMemoryOpt",
@@ -32,6 +35,7 @@ __all__ = [
     "RatingRangeOpt",
     "RelevanceColOpt",
     "ScoreColOpt",
+    "SegmentsOpt",
     "Similarity",
     "SimilarityOpt",
     "ThresholdOpt",
@@ -45,6 +49,7 @@ __all__ = [
     "fail",
     "features",
     "out",
+    "segment_specs",
     "show_warning",
 ]
 
@@ -175,6 +180,38 @@ ColumnsOpt = Annotated[
     ),
 ]
 
+SegmentsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--segments",
+        metavar="SEGMENTS",
+        help="Results by segment too, repeatable: activity, cold_warm or popularity (from "
+        "--train), a truth column with one value per user, or a Parquet/CSV/TSV file of the "
+        "user (or item) column and a segment column.",
+    ),
+]
+
+
+def segment_specs(values: Any) -> list[Any]:
+    """``--segments`` values (or the config's ``segments``): a file path becomes its table
+    (Parquet, CSV or TSV by the suffix, ids typed as read); any other text stays a name."""
+    specs = [values] if isinstance(values, str) else list(values)
+    out: list[Any] = []
+    for spec in specs:
+        path = Path(str(spec))
+        if not isinstance(spec, str) or not path.suffix or not path.is_file():
+            out.append(spec)
+            continue
+        suffix = path.suffix.lower()
+        if suffix == ".parquet":
+            out.append(pl.read_parquet(path))
+        elif suffix in (".csv", ".tsv"):
+            out.append(pl.read_csv(path, separator="\t" if suffix == ".tsv" else ","))
+        else:
+            msg = f"--segments file {str(path)!r}: expected a .parquet, .csv or .tsv file."
+            raise InputError(msg)
+    return out
+
 
 def evaluate_options(
     *,
@@ -193,6 +230,7 @@ def evaluate_options(
     id_type: str | None = None,
     input_format: str | None = None,
     columns: list[str] | None = None,
+    segments: list[str] | None = None,
 ) -> dict[str, Any]:
     """The options given on the command line, as :func:`receval.evaluate`'s keywords."""
     given = {
@@ -202,6 +240,7 @@ def evaluate_options(
         "no_recs": no_recs.value if no_recs else None, "train": train, "items": items,
         "item_features": features(item_features), "rating_range": rating_range,
         "id_type": id_type, "input_format": input_format, "columns": columns or None,
+        "segments": segments or None,
     }  # fmt: skip
     return {k: v for k, v in given.items() if v is not None}
 

@@ -35,11 +35,13 @@ from receval.cli.common import (
     RatingRangeOpt,
     RelevanceColOpt,
     ScoreColOpt,
+    SegmentsOpt,
     ThresholdOpt,
     TiesOpt,
     TrainOpt,
     UserColOpt,
     evaluate_options,
+    segment_specs,
 )
 from receval.cli.common import fail as _fail
 from receval.cli.common import out as _out
@@ -333,6 +335,8 @@ def register_compare_commands(app: typer.Typer) -> None:
         truth, runs = settings.pop("truth"), settings.pop("runs")
         output = settings.pop("output", None)
         _check_output(output, truth, runs, settings, config)
+        if settings.get("segments") is not None:
+            settings["segments"] = segment_specs(settings["segments"])
         return compare(truth, runs, settings.pop("metrics"), progress=progress, **settings)
 
     def flags_of(
@@ -399,13 +403,14 @@ def register_compare_commands(app: typer.Typer) -> None:
         id_type: IdTypeOpt = None,
         input_format: InputFormatOpt = None,
         columns: ColumnsOpt = None,
+        segments: SegmentsOpt = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         options = evaluate_options(
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns,
+            id_type=id_type, input_format=input_format, columns=columns, segments=segments,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip
@@ -466,13 +471,14 @@ def register_compare_commands(app: typer.Typer) -> None:
         id_type: IdTypeOpt = None,
         input_format: InputFormatOpt = None,
         columns: ColumnsOpt = None,
+        segments: SegmentsOpt = None,
     ) -> None:
         """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
         options = evaluate_options(
             user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
             relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns,
+            id_type=id_type, input_format=input_format, columns=columns, segments=segments,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip

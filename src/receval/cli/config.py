@@ -25,8 +25,14 @@ A factor model instead of ``recs`` (``receval evaluate --user-factors ...``): th
 ``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``device``,
 ``exclude``, ``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and
 ``excluded_truth``.
+``segments``: a segmentation or a list of them (docs/segments.md): built-in names, truth
+columns, or segment files (relative to the config file, like every path).
 ``receval topk --config`` reads those (less ``excluded_truth``) plus ``k``, ``users``,
 ``output``, ``user_col``, ``item_col`` and ``id_type``.
+
+``receval split --config`` reads the options of :func:`receval.split` by their Python names
+(``method``, ``n``, ``fraction``, ``cutoff``, ``seed``, ...) plus ``input``, ``out_dir`` and
+``format``; a TOML date (``cutoff = 2024-01-31``) is a bound as well as text.
 
 ``receval compare --config`` and ``receval report --config`` read the same keys (less
 ``recs`` and ``per_user``) plus the comparison's: ``runs`` (a table NAME = PATH, in order),
@@ -40,13 +46,14 @@ from __future__ import annotations
 import difflib
 import json
 import tomllib
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from receval._errors import InputError
 from receval.data.io import check_columns, check_input_format
 
-__all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "TOPK_KEYS", "load_config"]
+__all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "SPLIT_KEYS", "TOPK_KEYS", "load_config"]
 
 _PATHS = (
     "truth", "recs", "per_user", "train", "items", "user_factors", "item_factors", "user_ids",
@@ -65,7 +72,7 @@ CONFIG_KEYS = (
     "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",
     "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format", "id_type",
     "relevance_threshold", "item_features", "rating_range", "input_format", "columns", *_MODEL,
-    "excluded_truth",
+    "excluded_truth", "segments",
 )  # fmt: skip
 """The keys of ``receval evaluate --config``."""
 
@@ -74,8 +81,9 @@ _EVALUATE_OPTIONS = tuple(
     k for k in CONFIG_KEYS
     if k not in ("recs", "per_user", "format", *_MODEL, "excluded_truth")  # evaluate's only
 )  # fmt: skip
-_NUMBERS = ("relevance_threshold", "alpha", "confidence")
-_INTEGERS = ("n_resamples", "n_permutations", "seed", "k")
+_NUMBERS = ("relevance_threshold", "alpha", "confidence", "fraction", "validation_fraction")
+_INTEGERS = ("n_resamples", "n_permutations", "seed", "k", "min_user_interactions",
+             "min_item_interactions")  # fmt: skip
 _COMPARISON = (
     "runs", "baseline", "test", "correction", "alpha", "confidence", "ci", "n_resamples",
     "n_permutations", "seed", "output",
@@ -91,6 +99,17 @@ REPORT_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "title", "curves")
 """The keys of ``receval report --config``."""
 TOPK_KEYS = (*_MODEL, "k", "users", "output", "user_col", "item_col", "id_type")
 """The keys of ``receval topk --config``."""
+# receval split: the options of receval.split by their Python names, plus input and out_dir
+_SPLIT_INTEGERS = ("n", "validation_n", "k", "seed", "min_user_interactions",
+                   "min_item_interactions")  # fmt: skip
+_SPLIT_FRACTIONS = ("fraction", "validation_fraction")
+_SPLIT_BOUNDS = ("cutoff", "end", "validation_cutoff")  # a number or a date/datetime text
+SPLIT_KEYS = (
+    "input", "out_dir", "method", *_SPLIT_INTEGERS, *_SPLIT_FRACTIONS, *_SPLIT_BOUNDS, "by",
+    "user_col", "item_col", "time_col", "ties", "duplicates", "short_users", "drop_cold",
+    "input_format", "format",
+)  # fmt: skip
+"""The keys of ``receval split --config``."""
 
 
 def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[str, Any]:
@@ -156,6 +175,8 @@ def _path(source: Path, value: str) -> Path:
 
 def _check(source: Path, key: str, value: Any) -> Any:
     where = f"config file {str(source)!r}: {key}"
+    if key in ("input", "out_dir", "n", "validation_n") or key in _SPLIT_BOUNDS:
+        return _check_split(source, key, value, where)
     if key in _PATHS or key == "output":
         if not isinstance(value, str):
             msg = f"{where} must be a path string; got {value!r}."
@@ -192,6 +213,16 @@ def _check(source: Path, key: str, value: Any) -> Any:
             msg = f"{where} must be true or false; got {value!r}."
             raise InputError(msg)
         return value
+    if key == "segments":  # names stay; a value naming a file (relative to this one) is a path
+        if isinstance(value, str):
+            value = [value]
+        if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+            msg = (
+                f"{where} must be a segmentation or a list of them, e.g. ['activity', "
+                f"'tiers.csv']; got {value!r}."
+            )
+            raise InputError(msg)
+        return [str(_path(source, v)) if _path(source, v).is_file() else v for v in value]
     if key == "metrics":
         if isinstance(value, str):
             value = [value]
@@ -235,5 +266,24 @@ def _check(source: Path, key: str, value: Any) -> Any:
         return value
     if not isinstance(value, str):
         msg = f"{where} must be a string; got {value!r}."
+        raise InputError(msg)
+    return value
+
+
+def _check_split(source: Path, key: str, value: Any, where: str) -> Any:
+    """The keys of ``receval split --config`` that no other command has."""
+    if key in ("input", "out_dir"):
+        if not isinstance(value, str):
+            msg = f"{where} must be a path string; got {value!r}."
+            raise InputError(msg)
+        return _path(source, value)
+    if key in _SPLIT_INTEGERS:
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"{where} must be an integer; got {value!r}."
+            raise InputError(msg)
+        return value
+    # a bound: a number, or text (a date or datetime); TOML dates come as date objects
+    if isinstance(value, bool) or not isinstance(value, int | float | str | date):
+        msg = f"{where} must be a number or a date/datetime such as '2024-01-31'; got {value!r}."
         raise InputError(msg)
     return value

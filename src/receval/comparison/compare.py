@@ -29,6 +29,7 @@ from receval.comparison.stats import (
     paired_test,
 )
 from receval.data.io import Inputs
+from receval.engines.segments import segment_plan
 from receval.evaluation import evaluate
 from receval.metrics.registry import Metric, parse_metric, parse_metrics
 from receval.metrics.result import Result
@@ -97,7 +98,9 @@ class Comparison:
         settings: dict[str, Any],
         *,
         inputs: Mapping[str, Any] | None = None,
+        by_segment: pl.DataFrame | None = None,
     ) -> None:
+        self._by_segment = by_segment
         self._table = table
         self._results = results
         self._baseline = baseline
@@ -109,6 +112,14 @@ class Comparison:
     def table(self) -> pl.DataFrame:
         """One row per (model, metric); see the class docstring."""
         return self._table
+
+    @property
+    def by_segment(self) -> pl.DataFrame | None:
+        """With ``segments=``: the comparison in every segment (else None). The columns of
+        :attr:`table` after ``segmentation``, ``kind`` and ``segment``; each segment's runs are
+        tested against the baseline's in that segment, and the correction runs over every
+        test of this table together (all segments, models and metrics)."""
+        return self._by_segment
 
     @property
     def results(self) -> dict[str, Result]:
@@ -170,7 +181,11 @@ class Comparison:
             "settings": _jsonable(self._settings),
             "rows": rows,
             "counts": {name: res.counts.to_dict() for name, res in self._results.items()},
-        }
+            **({} if self._by_segment is None else {"by_segment": [
+                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+                for r in self._by_segment.iter_rows(named=True)
+            ]}),
+        }  # fmt: skip
 
     def to_json(self, *, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON."""
@@ -348,21 +363,74 @@ def compare(
             n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
         )  # fmt: skip
     table = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
-    p_adj = correct(table["p_value"].fill_null(math.nan).to_numpy(), correction)
-    table = table.with_columns(pl.Series("p_adjusted", p_adj, dtype=pl.Float64, nan_to_null=True))
-    table = table.with_columns(
-        pl.when(pl.col("p_adjusted").is_null())
-        .then(None)
-        .otherwise(pl.col("p_adjusted") <= alpha)
-        .alias("significant")
-    )
+    table = _adjusted(table, correction, alpha)
+    by_segment = None
+    if results[base].by_segment is not None:
+        by_segment = _segment_table(
+            results, plan, base, user_col, test=test, confidence=confidence, ci=ci,
+            n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
+        )  # fmt: skip
+        by_segment = _adjusted(by_segment, correction, alpha)
     settings = {
         "baseline": base, "test": test, "correction": correction, "alpha": alpha,
         "confidence": confidence, "ci": ci, "n_resamples": n_resamples,
         "n_permutations": n_permutations, "seed": seed,
         "evaluate": results[base].settings,
     }  # fmt: skip
-    return Comparison(table, results, base, plan, settings, inputs=inputs)
+    return Comparison(table, results, base, plan, settings, inputs=inputs, by_segment=by_segment)
+
+
+def _adjusted(table: pl.DataFrame, correction: Correction | None, alpha: float) -> pl.DataFrame:
+    """``table`` with ``p_adjusted`` (``correction`` over all its tests) and ``significant``."""
+    p_adj = correct(table["p_value"].fill_null(math.nan).to_numpy(), correction)
+    table = table.with_columns(pl.Series("p_adjusted", p_adj, dtype=pl.Float64, nan_to_null=True))
+    return table.with_columns(
+        pl.when(pl.col("p_adjusted").is_null())
+        .then(None)
+        .otherwise(pl.col("p_adjusted") <= alpha)
+        .alias("significant")
+    )
+
+
+_SEGMENT_KEYS = {"segmentation": pl.String, "kind": pl.String, "segment": pl.String}
+
+
+def _segment_table(
+    results: dict[str, Result],
+    plan: tuple[Metric, ...],
+    base: str,
+    user_col: str,
+    **how: Any,
+) -> pl.DataFrame:
+    """The rows of :func:`_rows` in every segment (segments in the baseline's order; an empty
+    segment has one row per model and metric, with null values and 0 users)."""
+    frames = []
+    order = results[base].by_segment
+    assert order is not None
+    keys = order.select(*_SEGMENT_KEYS).unique(maintain_order=True).iter_rows()
+    for name, kind, label in keys:
+        metrics = segment_plan(plan, kind)
+        parts = {model: res.segments.get((name, label)) for model, res in results.items()}
+        metrics = tuple(
+            k for k in metrics if all(p is None or k.canonical in p.means for p in parts.values())
+        )  # a metric undefined on the segment for one run is compared in none
+        if any(p is None for p in parts.values()):
+            empty = [(m, k.canonical) for m in results for k in metrics]
+            rows = [(m, k, None, None, None, None, None, None, None, 0, None, "no truth rows")
+                    for m, k in empty]  # fmt: skip
+        else:
+            present = {model: p for model, p in parts.items() if p is not None}
+            rows = _rows(present, metrics, base, user_col, **how)
+        frame = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
+        frames.append(
+            frame.select(
+                pl.lit(name, pl.String).alias("segmentation"),
+                pl.lit(kind, pl.String).alias("kind"),
+                pl.lit(label, pl.String).alias("segment"),
+                pl.all(),
+            )
+        )
+    return pl.concat(frames)
 
 
 def _check_options(

@@ -12,6 +12,8 @@ imported inside the functions, so ``import receval`` does not import it.
 * :func:`per_user`: the distribution of per-user values of a metric, one box (or violin)
   per model.
 * :func:`intervals`: each model's mean with its bootstrap interval, one panel per metric.
+* :func:`segments`: each model's mean in every segment of one segmentation, as grouped bars
+  (``compare(..., segments=...)``), one panel per metric.
 
 Examples
 --------
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
     from receval.metrics.result import Result
 
-__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc"]
+__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc", "segments"]
 
 MAX_KS = 10_000
 """The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
@@ -415,3 +417,66 @@ def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> No
         for label, color in entries
     ]  # fmt: skip
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize="small")
+
+
+def segments(
+    comparison: Comparison,
+    segmentation: str,
+    *,
+    metrics: Iterable[str] | None = None,
+    title: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> Figure:
+    """Grouped bars of each model's mean in every segment of ``segmentation`` (a comparison
+    made with ``segments=``), one panel per metric: segments along the horizontal axis, one
+    bar per model, the bootstrap interval as an error bar where there is one, and ``*`` over
+    the bars that differ significantly from the baseline's in that segment."""
+    frame = comparison.by_segment
+    if frame is None:
+        msg = "the comparison has no segments: compare(..., segments=...) makes them."
+        raise InputError(msg)
+    names = frame["segmentation"].unique(maintain_order=True).to_list()
+    if segmentation not in names:
+        msg = f"segmentation must be one of {names}; got {segmentation!r}."
+        raise InputError(msg)
+    rows = frame.filter(frame["segmentation"] == segmentation)
+    present = rows["metric"].unique(maintain_order=True).to_list()
+    keys = present if metrics is None else [parse_metric(m).canonical for m in metrics]
+    unknown = [k for k in keys if k not in present]
+    if unknown or not keys:
+        msg = f"metrics must be among {present} for {segmentation!r}; got {unknown or keys!r}."
+        raise InputError(msg)
+    labels = [
+        "(not listed)" if s is None else str(s)
+        for s in rows["segment"].unique(maintain_order=True).to_list()
+    ]
+    models = list(comparison.models)
+    cells = {
+        ("(not listed)" if r["segment"] is None else r["segment"], r["model"], r["metric"]): r
+        for r in rows.iter_rows(named=True)
+    }
+    fig = _new_figure(max(4.0, 0.9 * len(labels) * max(1, len(models)) / 2 + 2.0) * len(keys),
+                      3.8)  # fmt: skip
+    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    width = 0.8 / max(1, len(models))
+    x = np.arange(len(labels), dtype=float)
+    for ax, key in zip(axes, keys, strict=True):
+        for j, model in enumerate(models):
+            pos = x - 0.4 + width * (j + 0.5)
+            got = [cells.get((label, model, key)) for label in labels]
+            means = [np.nan if c is None or c["mean"] is None else c["mean"] for c in got]
+            low = [m - c["ci_low"] if c is not None and c["ci_low"] is not None else 0.0
+                   for m, c in zip(means, got, strict=True)]  # fmt: skip
+            high = [c["ci_high"] - m if c is not None and c["ci_high"] is not None else 0.0
+                    for m, c in zip(means, got, strict=True)]  # fmt: skip
+            has_ci = any(low) or any(high)
+            ax.bar(pos, means, width, yerr=[low, high] if has_ci else None, capsize=2,
+                   label=model)  # fmt: skip
+            for p, m, c in zip(pos, means, got, strict=True):
+                if c is not None and c["significant"]:
+                    ax.annotate("*", (p, m), ha="center", va="bottom", color=_SIGNIFICANT)
+        ax.set_xticks(x, labels)
+        ax.set_title(key)
+    axes[0].legend(fontsize="small")
+    fig.suptitle(title or f"by segment: {segmentation}")
+    return _finish(fig, path)

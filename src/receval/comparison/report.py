@@ -39,6 +39,7 @@ __all__ = [
     "html_tables",
     "legend",
     "provenance",
+    "segment_rows",
     "text_table",
     "to_latex",
     "to_markdown",
@@ -170,6 +171,14 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
         ]
         t_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in tests]
         out += ["", f"Tests against {_md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
+    by_segment = segment_rows(cmp, digits)
+    if by_segment:
+        s_lines = [
+            "| " + " | ".join(SEGMENT_HEAD) + " |",
+            "| --- | --- | --- | --- |" + " ---: |" * (len(SEGMENT_HEAD) - 4),
+        ]
+        s_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in by_segment]
+        out += ["", f"By segment ({_segment_note(cmp)}):", "", "\n".join(s_lines)]
     notes = _notes(cmp)
     if notes:
         out += ["", "Notes:", "", *[f"- {_md_escape(n)}" for n in notes]]
@@ -180,6 +189,39 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
 
 def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("*", "\\*")
+
+
+SEGMENT_HEAD = ["segmentation", "segment", "model", "metric", "mean", "interval", "p adjusted",
+                "significant", "users"]  # fmt: skip
+
+
+def segment_rows(cmp: Comparison, digits: int) -> list[list[str]]:
+    """The by-segment table (``segments=``) as text cells, one row per segmentation,
+    segment, model and metric; empty without segments."""
+    if cmp.by_segment is None:
+        return []
+    rows = []
+    for r in cmp.by_segment.iter_rows(named=True):
+        interval = ""
+        if r["ci_low"] is not None:
+            interval = f"[{_num(r['ci_low'], digits)}, {_num(r['ci_high'], digits)}]"
+        significant = "" if r["significant"] is None else ("yes" if r["significant"] else "no")
+        rows.append([
+            r["segmentation"], "(not listed)" if r["segment"] is None else r["segment"],
+            r["model"], r["metric"], _num(r["mean"], digits), interval,
+            _p(r["p_adjusted"], digits), significant,
+            "-" if r["n_users"] is None else str(r["n_users"]),
+        ])  # fmt: skip
+    return rows
+
+
+def _segment_note(cmp: Comparison) -> str:
+    correction = cmp.settings.get("correction")
+    how = "no correction" if correction is None else f"{_CORRECTION[correction]} correction"
+    return (
+        "each segment's runs tested against the baseline in that segment; "
+        f"{how} over all the by-segment tests together"
+    )
 
 
 def _test_rows(cmp: Comparison, digits: int) -> list[list[str]]:
@@ -444,6 +486,16 @@ def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
             f"<h2>Tests against {e(cmp.baseline)}</h2>"
             f'<table id="tests"><thead><tr>{t_head}</tr></thead><tbody>{t_body}</tbody></table>'
         )
+    by_segment = segment_rows(cmp, digits)
+    if by_segment:
+        s_head = "".join(f"<th>{e(h)}</th>" for h in SEGMENT_HEAD)
+        s_body = "".join(
+            "<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in by_segment
+        )
+        parts.append(
+            f'<h2>By segment</h2><p class="legend">{e(_segment_note(cmp))}</p>'
+            f'<table id="segments"><thead><tr>{s_head}</tr></thead><tbody>{s_body}</tbody></table>'
+        )
     notes = _notes(cmp)
     if notes:
         items = "".join(f"<li>{e(n)}</li>" for n in notes)
@@ -506,6 +558,9 @@ def write_html(
         testable = [k for k in cmp.metrics if k in with_ci]
         for key in testable:
             figs[f"Per-user values: {key}"] = plot.per_user(cmp, key)
+        if cmp.by_segment is not None:
+            for name in cmp.by_segment["segmentation"].unique(maintain_order=True):
+                figs[f"By segment: {name}"] = plot.segments(cmp, name)
         if curves:
             figs.update(curve_figures(cmp))
     figs.update(figures or {})

@@ -13,7 +13,7 @@ from typing import Any
 from receval.data.io import Inputs
 from receval.data.layout import IdType
 from receval.families.beyond import check_train
-from receval.families.contract import NoRecsPolicy, TiesPolicy, merge
+from receval.families.contract import Context, NoRecsPolicy, TiesPolicy, merge
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
 from receval.metrics.registry import Metric
@@ -46,13 +46,17 @@ def evaluate_local(
         truth, recs, ranking, user_col=user_col, item_col=item_col, score_col=score_col,
         rank_col=rank_col, relevance_col=relevance_col, ties=ties,
         relevance_threshold=threshold, no_recs=no_recs, id_type=kinds,
-        options={**options, "_inputs": inputs},
+        context=Context(
+            train=options["train"], items=options["items"],
+            item_features=options["item_features"], rating_range=options["rating_range"],
+            inputs=inputs,
+        ),
     )  # fmt: skip
     if options["train"] is not None:
         prep = check_train(prep, options["train"])
     settings = {
         "ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs,
-        "relevance_col": prep.relevance_col if prep.options["has_relevance"] else None,
+        "relevance_col": prep.relevance_col if prep.context.has_relevance else None,
     }  # fmt: skip
     parts = []
     if ranking:

@@ -49,6 +49,7 @@ from receval.data.layout import (
 )
 from receval.families.beyond import beyond_part, read_train, unify_items
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     Part,
     Prepared,
@@ -1200,15 +1201,18 @@ def evaluate_model(
         lists = _marker_rows(scan, setup, t_grp.keys, user_col, item_col)
     r_grp = group_by_user(lists, user_col)
     u2r = match_users(t_grp.keys, r_grp.keys)
-    family_options = {**options, "has_relevance": has_relevance, "id_type": kinds,
-                      "_inputs": inputs}  # fmt: skip
+    context = Context(
+        train=options["train"], items=options["items"], item_features=options["item_features"],
+        rating_range=options["rating_range"], has_relevance=has_relevance, id_type=kinds,
+        inputs=inputs,
+    )  # fmt: skip
     if options.get("items") is None:  # the beyond metrics' catalog: the model's items
-        family_options["_catalog"] = setup.catalog.ids.alias(item_col).sort()
-        family_options["_catalog_source"] = "model"
+        catalog = setup.catalog.ids.alias(item_col).sort()
+        context = replace(context, catalog=catalog, catalog_source="model")
     prep, _ = match(
         (), t_grp, r_grp, u2r, user_col=user_col, item_col=item_col, relevance_col=rel_col,
         order_col="score", by_rank=False, ties=ties, threshold=threshold, no_recs=no_recs,
-        options=family_options,
+        context=context,
     )  # fmt: skip
     if options.get("train") is not None:
         prep = _train_candidates(prep, setup, options["train"])
@@ -1243,7 +1247,7 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
     user_col, item_col = prep.user_col, prep.item_col
     items = setup.catalog.ids
     kind = pl.String if items.dtype == pl.String else pl.Int64
-    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    id_type, inputs = prep.context.id_type, prep.context.inputs
     pairs = read_train(train, user_col, item_col, kind, id_type, inputs, unify=False)
     assert pairs is not None
     users_t, _ = _unify(pairs[user_col], prep.t_grp.keys, "user", "train")
@@ -1271,10 +1275,10 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
             UserWarning,
             stacklevel=4,
         )
-    options = dict(prep.options)
+    context = prep.context
     with suppress(InputError):  # the beyond metrics reuse train typed as the catalog's ids
-        options["_train_pairs"] = unify_items(pairs, "train", item_col, kind)
-    return replace(prep, counts=replace(prep.counts, recs_in_train=rows), options=options)
+        context = replace(context, train_pairs=unify_items(pairs, "train", item_col, kind))
+    return replace(prep, counts=replace(prep.counts, recs_in_train=rows), context=context)
 
 
 def _warn_facts(facts: dict[str, Any]) -> None:
@@ -1375,7 +1379,7 @@ def _pairs_prep(prep: Prepared, setup: _Setup, scan: _Scan, rel_col: str) -> Pre
     pairs, _ = match(
         (), prep.t_grp, r_grp, u2r, user_col=prep.user_col, item_col=prep.item_col,
         relevance_col=rel_col, order_col="score", by_rank=False, ties=prep.ties,
-        threshold=prep.threshold, no_recs=prep.no_recs, options=prep.options,
+        threshold=prep.threshold, no_recs=prep.no_recs, context=prep.context,
     )  # fmt: skip
     return pairs
 

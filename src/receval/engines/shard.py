@@ -11,15 +11,12 @@ shard mode), so no per-user metric exists twice. What it returns merges exactly:
   (:mod:`receval.kernels.exact`) and the merge rounds once, so the mean is the local engine's to
   the last bit;
 * counts, confusion counts and row counts: integers;
-* global metrics, which no shard can finish alone:
-
-  - ``auc`` and ``average_precision``: the scored rows (score and a bit per relevance
-    threshold) go to a sort by score in ranges (:func:`scored_partition` on each range,
-    :func:`combine_scored` across them): exact integer pair counts, exact AP sums;
-  - ``logloss`` and rating metrics averaged over rows: exact expansions, and for R²'s
-    SS_tot the histogram of true ratings around the merged mean (:func:`sstot_parts`);
-  - ``coverage``, ``gini``, ``entropy`` (and items absent from train): exposure counts per
-    catalog item, summed by item, then a histogram (:func:`~receval.families.beyond.global_value`).
+* global metrics, which no shard can finish alone: each shard's provider returns a
+  :class:`~receval.families.states.GlobalState` (``auc`` and ``average_precision`` over rows,
+  thresholded rates, rating metrics over rows, exposure for ``coverage``, ``gini``,
+  ``entropy``); the :class:`Merger` merges the states of every shard, has their rows
+  reduced part by part (by the engine: :func:`evaluate_sharded` cuts them in this process,
+  the Spark engine shuffles them) and finishes them, through the protocol only.
 
 Global context (the catalog, train popularity, the item table, truth's rating range) is
 computed once over all the data by :func:`build_context` from an engine's :class:`Sources`
@@ -29,21 +26,21 @@ the reference the Spark engine is tested against, and a test of the scheme itsel
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError, UndefinedMetricWarning
-from receval.arrays import classification as C
-from receval.arrays import rating as R
 from receval.data.io import Inputs
 from receval.families import beyond as B
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     Part,
     TiesPolicy,
@@ -54,26 +51,23 @@ from receval.families.contract import (
     no_evaluated_message,
     warn_unused_relevance,
 )
-from receval.families.pointwise import need_classes, thresholded
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
-from receval.families.states import compact_expansions
-from receval.kernels.exact import parts, parts_weighted, total
+from receval.families.states import GlobalState, compact_expansions, cut_rows
+from receval.kernels.exact import parts, total
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Counts, Result
 
 __all__ = [
     "Merger",
+    "PassRunner",
     "ShardOutput",
     "ShardSpec",
     "Sources",
     "build_context",
-    "combine_scored",
     "evaluate_sharded",
     "per_user_metrics",
     "run_shard",
-    "scored_partition",
-    "sstot_parts",
 ]
 
 _CONSTANT_DETAILS = {
@@ -102,7 +96,7 @@ class ShardSpec:
     ties: TiesPolicy
     threshold: float
     no_recs: NoRecsPolicy
-    options: dict[str, Any] = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
 
     @property
     def plan(self) -> tuple[Metric, ...]:
@@ -115,29 +109,15 @@ class ShardSpec:
             "relevance_col": self.relevance_col if self.has_relevance else None,
         }  # fmt: skip
 
-    def thresholds(self) -> list[float]:
-        """The relevance thresholds of the scored metrics (auc, average_precision), in order:
-        bit ``j`` of a scored row's label bits is its label at ``thresholds()[j]``."""
-        out: list[float] = []
-        for m in self.plan:
-            if m.spec.ranks_rows:
-                value = m.threshold(self.threshold)
-                if value not in out:
-                    out.append(value)
-        return out
-
 
 @dataclass
 class ShardOutput:
-    """One shard's results. ``stats`` is small and picklable; the arrays hold rows."""
+    """One shard's results: its per-user rows, and ``stats``: counts, details, exact sums
+    and ``stats["states"]`` (the global states, rows included; a distributed engine sends
+    them detached and moves their rows apart)."""
 
     per_user: pl.DataFrame
     stats: dict[str, Any]
-    scored: tuple[np.ndarray, np.ndarray] | None = None  # (scores, label bits)
-    exposure: dict[int | None, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(
-        default_factory=dict
-    )  # k -> (catalog codes, exposure, absent from train: 0/1)
-    ratings: tuple[np.ndarray, np.ndarray] | None = None  # distinct true ratings, counts
 
 
 def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> ShardOutput:
@@ -149,14 +129,14 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     """
     plan = spec.plan
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
-    options = {**spec.options, "_shard": True, "has_relevance": spec.has_relevance}
+    context = replace(spec.context, shard=True, has_relevance=spec.has_relevance)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prep, kernel = prepare(
             truth, recs, ranking, user_col=spec.user_col, item_col=spec.item_col,
             score_col=spec.order_col, rank_col=spec.order_col if spec.by_rank else None,
             relevance_col=spec.relevance_col, ties=spec.ties,
-            relevance_threshold=spec.threshold, no_recs=spec.no_recs, options=options,
+            relevance_threshold=spec.threshold, no_recs=spec.no_recs, context=context,
         )  # fmt: skip
         parts_: list[Part] = []
         if ranking:
@@ -184,122 +164,28 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
         ],
         "details": {},
         "sums": {},
-        "logloss": {},
-        "rating": None,
+        "states": {},
     }  # fmt: skip
-    out = ShardOutput(frame, stats)
-    scored: dict[float, np.ndarray] = {}
-    scores: np.ndarray | None = None
     for part in parts_:
         stats["details"].update(part.details)
         for name, (terms, den) in part.sums.items():
             den_value: int | np.ndarray = den if isinstance(den, int) else parts(den)
             stats["sums"][name] = (parts(terms), den_value)
-        for name, (kind, payload) in part.pending.items():
-            if kind == "scored":
-                threshold, labels, scores = payload
-                scored[threshold] = labels
-            elif kind == "logloss":
-                stats["logloss"][name] = payload
-            elif kind == "rating":
-                n, s_abs, s_sq, s_y, ys, ns = payload
-                stats["rating"] = (n, s_abs, s_sq, s_y)
-                out.ratings = (ys, ns)
-            elif kind == "exposure":
-                k, exposure, absent = payload
-                if k not in out.exposure or absent is not None:
-                    codes = np.flatnonzero(exposure)
-                    flags = np.zeros(codes.size) if absent is None else absent[codes]
-                    out.exposure[k] = (
-                        codes.astype(np.int64),
-                        exposure[codes].astype(np.int64),
-                        flags.astype(np.int64),
-                    )
-    if scored:
-        assert scores is not None
-        bits = np.zeros(scores.shape[0], dtype=np.int64)
-        for j, t in enumerate(spec.thresholds()):
-            bits |= scored[t].astype(np.int64) << j
-        out.scored = (np.asarray(scores, dtype=np.float64) + 0.0, bits)  # -0.0 becomes 0.0
-    return out
+        stats["states"].update(part.states)
+    return ShardOutput(frame, stats)
 
 
 # --------------------------------------------------------------- global metrics, merged
 
-
-def scored_partition(scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> dict[str, Any]:
-    """Statistics of one range of scored rows (every row of each score it holds): its lowest
-    score and, per threshold, positives, negatives and twice the pairs won inside it."""
-    if scores.size == 0:
-        return {"low": math.inf, "pos": [0] * n_thresholds, "neg": [0] * n_thresholds,
-                "twice": [0] * n_thresholds}  # fmt: skip
-    out: dict[str, Any] = {"low": float(scores.min()), "pos": [], "neg": [], "twice": []}
-    for j in range(n_thresholds):
-        labels = ((bits >> j) & 1).astype(np.int8)
-        pos, neg = C.sorted_classes(labels, scores)
-        out["pos"].append(int(pos.shape[0]))
-        out["neg"].append(int(neg.shape[0]))
-        out["twice"].append(C.auc_twice_wins(pos, neg))
-    return out
-
-
-def combine_scored(
-    stats: Iterable[dict[str, Any]], n_thresholds: int
-) -> list[tuple[int, int, int]]:
-    """Per threshold: (twice the pairs won, positives, negatives) over every range.
-
-    Ranges hold disjoint score intervals, so sorted by their lowest score, every positive of a
-    range beats every negative of the ranges below it."""
-    ordered = sorted(
-        (s for s in stats if s["pos"] and s["low"] != math.inf), key=lambda s: s["low"]
-    )
-    out = []
-    for j in range(n_thresholds):
-        twice = 0
-        neg_below = 0
-        n_pos = 0
-        for s in ordered:  # one step per range (partition), not per row
-            twice += s["twice"][j] + 2 * s["pos"][j] * neg_below
-            neg_below += s["neg"][j]
-            n_pos += s["pos"][j]
-        out.append((twice, n_pos, neg_below))
-    return out
-
-
-def above_counts(
-    stats: Iterable[dict[str, Any]], n_thresholds: int
-) -> dict[float, list[tuple[int, int]]]:
-    """For each range (keyed by its lowest score): per threshold, the positives and negatives
-    of the ranges above it (what average precision's range needs)."""
-    ordered = sorted((s for s in stats if s["low"] != math.inf), key=lambda s: -s["low"])
-    out: dict[float, list[tuple[int, int]]] = {}
-    acc = [(0, 0)] * n_thresholds
-    for s in ordered:
-        out[s["low"]] = list(acc)
-        acc = [(a + s["pos"][j], b + s["neg"][j]) for j, (a, b) in enumerate(acc)]
-    return out
-
-
-def ap_partition(
-    scores: np.ndarray, bits: np.ndarray, j: int, before: tuple[int, int]
-) -> np.ndarray:
-    """The expansion of average precision's sum over one range at threshold ``j``, given the
-    positives and negatives of the ranges above it."""
-    if scores.size == 0:
-        return np.zeros(0)
-    labels = ((bits >> j) & 1).astype(np.int8)
-    _, tps, fps, _, _ = C._threshold_counts(labels, scores)
-    return C.ap_terms(tps, fps, before[0], before[1])
-
-
-def sstot_parts(ys: np.ndarray, counts: np.ndarray, mean: float) -> np.ndarray:
-    """The expansion of SS_tot = sum (y - mean)² from distinct true ratings and their counts."""
-    d = np.asarray(ys, dtype=np.float64) - mean
-    return parts_weighted(d * d, np.asarray(counts, dtype=np.int64))
+PassRunner = Callable[[str, GlobalState, int], list[Any]]
+"""How an engine runs pass ``step`` of a merged (detached) state's reduction over its rows,
+which it holds: ``run(key, state, step)`` returns the pieces of
+:meth:`~receval.families.states.GlobalState.reduce_part` on every part of the rows."""
 
 
 class Merger:
-    """Merges shards' small statistics, then finalises every mean into a :class:`Result`."""
+    """Merges shards' small statistics and global states, then finalises every mean into a
+    :class:`Result`."""
 
     def __init__(self, spec: ShardSpec) -> None:
         self.spec = spec
@@ -308,13 +194,13 @@ class Merger:
         self.rows = [0, 0]  # truth and recs rows seen by the shards
         self.details: dict[str, dict[str, Any]] = {}
         self.sums: dict[str, list[Any]] = {}
-        self.logloss: dict[str, list[Any]] = {}
-        self.rating: list[Any] | None = None
+        self.states: dict[str, GlobalState] = {}
         # recs rows of truth users whose item the user has in train, and their users (None:
         # no train); counted by the engine over all the data, not by the shards
         self.in_train: tuple[int, int] | None = None
 
     def add(self, stats: dict[str, Any]) -> None:
+        """Add one shard's statistics (its states are merged in, and then belong here)."""
         self.counts = [a + b for a, b in zip(self.counts, stats["counts"], strict=True)]
         self.rows = [a + b for a, b in zip(self.rows, stats["rows"], strict=True)]
         for name, info in stats["details"].items():
@@ -331,80 +217,55 @@ class Merger:
                 entry[1] += den
             else:
                 entry[2].append(den)
-        for name, (expansion, n) in stats["logloss"].items():
-            entry = self.logloss.setdefault(name, [[], 0])
-            entry[0].append(expansion)
-            entry[1] += n
-        if stats["rating"] is not None:
-            n, s_abs, s_sq, s_y = stats["rating"]
-            if self.rating is None:
-                self.rating = [0, [], [], []]
-            self.rating[0] += n
-            for j, e in enumerate((s_abs, s_sq, s_y)):
-                self.rating[j + 1].append(e)
+        self._merge_states(stats["states"])
+
+    def _merge_states(self, states: dict[str, GlobalState]) -> None:
+        for key, state in states.items():
+            if key in self.states:
+                self.states[key].merge(state)
+            else:
+                self.states[key] = state
 
     def merge(self, other: Merger) -> None:
         """Add the statistics ``other`` has merged (shards of other users), exactly."""
         self.add({
             "counts": other.counts, "rows": other.rows, "details": other.details,
-            "sums": {}, "logloss": {}, "rating": None,
+            "sums": {}, "states": {},
         })  # fmt: skip
         for name, (nums, n, dens) in other.sums.items():
             entry = self.sums.setdefault(name, [[], 0, []])
             entry[0] += nums
             entry[1] += n
             entry[2] += dens
-        for name, (expansions, n) in other.logloss.items():
-            entry = self.logloss.setdefault(name, [[], 0])
-            entry[0] += expansions
-            entry[1] += n
-        if other.rating is not None:
-            if self.rating is None:
-                self.rating = [0, [], [], []]
-            self.rating[0] += other.rating[0]
-            for j in (1, 2, 3):
-                self.rating[j] += other.rating[j]
+        self._merge_states(copy.deepcopy(other.states))
 
     def compact(self) -> None:
         """One expansion per sum (their exact sum): memory stays constant however many
-        shards are added."""
+        shards are added (the states fold their merges in batches themselves)."""
         for entry in self.sums.values():
             entry[0] = compact_expansions(entry[0])
             entry[2] = compact_expansions(entry[2])
-        for entry in self.logloss.values():
-            entry[0] = compact_expansions(entry[0])
-        if self.rating is not None:
-            for j in (1, 2, 3):
-                self.rating[j] = compact_expansions(self.rating[j])
 
-    def rating_mean(self) -> float:
-        """The mean true rating over every rated row (SS_tot is taken around it)."""
-        if self.rating is None or self.rating[0] == 0:
-            return 0.0
-        return total(np.concatenate(self.rating[3])) / int(self.rating[0])
-
-    def result(
-        self,
-        per_user: pl.DataFrame,
-        scored: list[tuple[int, int, int]] | None = None,
-        ap: list[np.ndarray] | None = None,
-        exposure: dict[int | None, tuple[np.ndarray, np.ndarray, int]] | None = None,
-        sstot: np.ndarray | None = None,
-    ) -> Result:
-        """The Result. ``scored``/``ap`` per threshold of :meth:`ShardSpec.thresholds`;
-        ``exposure[k]`` = (histogram values, counts, items exposed but absent from train);
-        ``sstot`` the expansion of SS_tot around :meth:`rating_mean`."""
+    def result(self, per_user: pl.DataFrame, run_pass: PassRunner | None = None) -> Result:
+        """The Result. The global states' rows are reduced first: by ``run_pass`` (an
+        engine that holds the rows apart), else here, whole."""
         spec = self.spec
         in_train = None if self.in_train is None else self.in_train[0]
         evaluated, no_recs, no_relevant, not_in_truth = self.counts
         counts = Counts(evaluated, no_recs, no_relevant, not_in_truth, recs_in_train=in_train)
         if self.in_train is not None:
             B.warn_in_train(*self.in_train, stacklevel=3)
-        thresholds = spec.thresholds()
         means: dict[str, float] = {}
         ranking = [m for m in self.plan if m.spec.family == "ranking"]
         if ranking and counts.evaluated == 0:
             raise InputError(no_evaluated_message(spec.threshold))
+        for key, state in self.states.items():
+            if run_pass is None:
+                state.reduce_whole()
+            else:
+                for step in range(state.passes()):
+                    state.absorb(step, run_pass(key, state, step))
+        owner = {name: state for state in self.states.values() for name in state.metrics}
         for m in self.plan:
             name = m.canonical
             info = self.details.setdefault(name, {})
@@ -412,58 +273,17 @@ class Merger:
                 nums, n, dens = self.sums[name]
                 den = total(np.concatenate(dens)) if dens else float(n)
                 means[name] = total(np.concatenate(nums)) / den if den else math.nan
-            elif m.spec.ranks_rows:
-                assert scored is not None and ap is not None
-                j = thresholds.index(m.threshold(spec.threshold))
-                twice, n_pos, n_neg = scored[j]
-                if m.name == "auc":
-                    need_classes(m, n_pos, n_pos + n_neg, thresholds[j])
-                    means[name] = C.auc_value(twice, n_pos, n_neg)
-                else:
-                    need_classes(m, n_pos, n_pos + n_neg, thresholds[j], negatives=False)
-                    means[name] = total(ap[j]) / n_pos
-            elif m.name == "logloss":
-                expansions, n = self.logloss.get(name, [[], 0])
-                means[name] = total(np.concatenate(expansions)) / n if n else math.nan
-            elif "tp" in info:
-                cm = C.ConfusionMatrix(
-                    info["tp"],
-                    info["fp"],
-                    info["fn"],
-                    info["tn"],
-                    m.float_param("threshold"),
-                )
-                means[name] = thresholded(m, cm)
-            elif m.spec.family == "rating":
-                means[name] = self._rating_rows(m, info, sstot)
-            elif m.spec.family == "beyond":
-                assert exposure is not None
-                values, hist, _ = exposure[m.k]
-                means[name] = B.global_value(m.name, values, hist, int(info["catalog_size"]))
-            else:  # pragma: no cover - every family's metrics are handled above
+            if name in owner:
+                value = owner[name].finish(m, info)
+                if value is not None:
+                    means[name] = value
+            if name not in means:  # pragma: no cover - every family's metrics are handled
                 msg = f"no merge for {name}"
                 raise InputError(msg)
-            if "not_in_train" in info and exposure is not None and m.k in exposure:
-                info["not_in_train"] = exposure[m.k][2]
         self._warn(means)
         details = {k: v for k, v in self.details.items() if v}
         ordered = {m.canonical: means[m.canonical] for m in self.plan}
         return Result(self.plan, ordered, per_user, counts, spec.settings, details)
-
-    def _rating_rows(self, m: Metric, info: dict[str, Any], sstot: np.ndarray | None) -> float:
-        n = self.rating[0] if self.rating is not None else 0
-        if n == 0 or self.rating is None:
-            return math.nan
-        sums = R.sums_from_parts(
-            n, np.concatenate(self.rating[1]), np.concatenate(self.rating[2]),
-            sstot if sstot is not None else np.zeros(0),
-        )[None, :]  # fmt: skip
-        width = math.nan
-        if m.spec.uses_rating_range:
-            lo, hi = info["rating_range"]
-            width = R.rating_width(lo, hi)
-        values, _ = R.values_from_sums(m.name, sums, width)
-        return float(values[0])
 
     def _warn(self, means: dict[str, float]) -> None:
         missing = max(
@@ -503,7 +323,6 @@ def spec_of(
     ties: TiesPolicy,
     relevance_threshold: float,
     no_recs: NoRecsPolicy,
-    options: dict[str, Any],
 ) -> ShardSpec:
     """The :class:`ShardSpec` of a request (options checked as :func:`receval.evaluate`)."""
     plan = parse_metrics(metrics)
@@ -512,7 +331,7 @@ def spec_of(
         metrics=tuple(m.canonical for m in plan), user_col=user_col, item_col=item_col,
         order_col=rank_col if rank_col is not None else score_col, by_rank=rank_col is not None,
         relevance_col=relevance_col or "relevance", has_relevance=has_relevance, ties=ties,
-        threshold=check_threshold(relevance_threshold), no_recs=no_recs, options=options,
+        threshold=check_threshold(relevance_threshold), no_recs=no_recs,
     )  # fmt: skip
 
 
@@ -538,38 +357,44 @@ class Sources:
     read each user's own train items: every shard keeps its users' rows)."""
 
 
-def build_context(
-    plan: tuple[Metric, ...], options: dict[str, Any], sources: Sources
-) -> dict[str, Any]:
-    """The global context of a sharded evaluation: the options every shard gets (truth's
-    rating range for ``nmae``, the item table or the catalog, train popularity), each asked
-    of ``sources`` only when a metric of ``plan`` needs it."""
-    out = {k: v for k, v in options.items() if k in ("item_features", "rating_range")}
-    if any(m.spec.uses_rating_range for m in plan) and options.get("rating_range") is None:
-        out["_observed_range"] = sources.truth_range()
+def build_context(plan: tuple[Metric, ...], options: Context, sources: Sources) -> Context:
+    """The global context of a sharded evaluation, given :func:`receval.evaluate`'s family
+    options: what every shard gets (truth's rating range for ``nmae``, the item table or the
+    catalog, train popularity), each asked of ``sources`` only when a metric of ``plan``
+    needs it."""
+    observed = None
+    if any(m.spec.uses_rating_range for m in plan) and options.rating_range is None:
+        observed = sources.truth_range()
+    out = Context(
+        item_features=options.item_features, rating_range=options.rating_range,
+        observed_range=observed,
+    )  # fmt: skip
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if not beyond:
         return out
     B._check_inputs(beyond, options)
-    train = options.get("train")
-    if train is not None:
-        out["_popularity"] = sources.popularity(train)
+    train = options.train
+    popularity = sources.popularity(train) if train is not None else None
     if train is not None and any(m.spec.needs_history for m in beyond):
         if sources.history is None:
             names = [m.canonical for m in beyond if m.spec.needs_history]
             msg = f"{names} read each user's train items, which this engine cannot ship."
             raise InputError(msg)
-        out["_history"] = sources.history(train)
-    items = sources.items(options.get("items"))
+        out = replace(out, history=sources.history(train))
+    items = sources.items(options.items)
     if items is not None:
-        out["items"] = items
-    else:  # the catalog: every item of truth, recs and train
-        ids = sources.item_ids()
-        if train is not None:
-            ids.append(out["_popularity"][0][sources.item_col])
-        out["_catalog"] = pl.concat([i.alias(sources.item_col) for i in ids]).unique().sort()
-        out["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
-    return out
+        return replace(out, popularity=popularity, items=items)
+    # the catalog: every item of truth, recs and train
+    ids = sources.item_ids()
+    if popularity is not None:
+        ids.append(popularity[0][sources.item_col])
+    named = [i.alias(sources.item_col) for i in ids]
+    empty = pl.Series(sources.item_col, [], dtype=sources.kind)  # no id yet (streaming)
+    return replace(
+        out, popularity=popularity,
+        catalog=pl.concat(named).unique().sort() if named else empty,
+        catalog_source="truth+recs" + ("+train" if train is not None else ""),
+    )  # fmt: skip
 
 
 def _local_sources(
@@ -628,8 +453,9 @@ def evaluate_sharded(
     """:func:`receval.evaluate` by the distributed scheme, in one process.
 
     Users go to ``n_shards`` shards at random (``seed``), each shard is evaluated by
-    :func:`run_shard`, scored rows are cut into ``n_ranges`` score ranges, and everything is
-    merged as the Spark engine merges it. The result equals :func:`receval.evaluate`'s.
+    :func:`run_shard`, the rows of each global state are cut into ``n_ranges`` parts (score
+    ranges, or hashed keys) and reduced part by part, and everything is merged as the Spark
+    engine merges it. The result equals :func:`receval.evaluate`'s.
     """
     order_col = rank_col if rank_col is not None else score_col
     rel_name = relevance_col or "relevance"
@@ -650,12 +476,12 @@ def evaluate_sharded(
     if train is not None:  # read once: the in-train count and popularity
         kind = pl.String if r.schema.get(item_col) == pl.String else pl.Int64
         pairs = B.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
-    options = {"train": pairs, "items": items, "item_features": item_features,
-               "rating_range": rating_range}  # fmt: skip
+    options = Context(train=pairs, items=items, item_features=item_features,
+                      rating_range=rating_range)  # fmt: skip
     spec = spec_of(
         metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
         relevance_col=relevance_col, has_relevance=has_relevance, ties=ties,
-        relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+        relevance_threshold=relevance_threshold, no_recs=no_recs,
     )  # fmt: skip
     plan = spec.plan
     check_inputs(
@@ -667,7 +493,7 @@ def evaluate_sharded(
         by_rank=spec.by_rank,
     )  # columns and types; values are checked in each shard
     context = build_context(plan, options, _local_sources(t, r, spec, inputs))
-    spec = ShardSpec(**{**spec.__dict__, "options": context})
+    spec = replace(spec, context=context)
 
     t_users, r_users = t[user_col].unique(), r[user_col].unique()
     if t_users.dtype != r_users.dtype and t_users.dtype.is_integer() and r_users.dtype.is_integer():
@@ -685,9 +511,7 @@ def evaluate_sharded(
     )
     merger = Merger(spec)
     frames = []
-    scored_rows = []
-    exposure: dict[int | None, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-    ratings = []
+    rows: dict[str, list[pl.DataFrame]] = {}  # each state's rows, as a shuffle gathers them
     for s in range(n_shards):  # the shards a cluster runs side by side
         out = run_shard(
             spec,
@@ -695,51 +519,25 @@ def evaluate_sharded(
             r_keyed.filter(pl.col("__shard") == s).drop("__shard"),
         )
         frames.append(out.per_user)
-        merger.add(out.stats)
-        if out.scored is not None:
-            scored_rows.append(out.scored)
-        for k, rows in out.exposure.items():
-            exposure.setdefault(k, []).append(rows)
-        if out.ratings is not None:
-            ratings.append(out.ratings)
+        states: dict[str, GlobalState] = out.stats["states"]
+        for key, state in states.items():
+            found = state.rows()
+            if found is not None and found.height:
+                rows.setdefault(key, []).append(found)
+        merger.add({**out.stats, "states": {k: st.detach() for k, st in states.items()}})
     per_user = pl.concat(frames).sort(user_col)
     if pairs is not None:  # the shards have checked truth and recs
         merger.in_train = B.in_train_counts(t_users, r, pairs, user_col, item_col)
-
-    n_thr = len(spec.thresholds())
-    scored = ap = None
-    if n_thr:
-        scores = np.concatenate([s for s, _ in scored_rows]) if scored_rows else np.zeros(0)
-        bits = (
-            np.concatenate([b for _, b in scored_rows])
-            if scored_rows
-            else np.zeros(0, dtype=np.int64)
-        )
-        ranges = _score_ranges(scores, n_ranges)
-        stats = [scored_partition(scores[idx], bits[idx], n_thr) for idx in ranges]
-        scored = combine_scored(stats, n_thr)
-        above = above_counts(stats, n_thr)
-        ap = [
-            np.concatenate(
-                [np.zeros(0)]
-                + [
-                    ap_partition(scores[idx], bits[idx], j, above[st["low"]][j])
-                    for idx, st in zip(ranges, stats, strict=True)
-                    if st["low"] != math.inf
-                ]
-            )
-            for j in range(n_thr)
-        ]
-    merged_exposure = {k: _merge_exposure(rows) for k, rows in exposure.items()}
-    sstot = None
-    if ratings:
-        ys = np.concatenate([y for y, _ in ratings])
-        ns = np.concatenate([n for _, n in ratings])
-        hist = pl.DataFrame({"y": ys, "n": ns}).group_by("y").agg(pl.col("n").sum()).sort("y")
-        sstot = sstot_parts(hist["y"].to_numpy(), hist["n"].to_numpy(), merger.rating_mean())
     if per_user.width == 1 and per_user.height == 0:
         per_user = pl.DataFrame({user_col: t[user_col].head(0)})
-    return merger.result(per_user, scored, ap, merged_exposure, sstot)
+    gathered = {key: pl.concat(found) for key, found in rows.items()}
+
+    def run_pass(key: str, state: GlobalState, step: int) -> list[Any]:
+        if key not in gathered:
+            return []
+        return [state.reduce_part(step, p) for p in cut_rows(gathered[key], state.spread, n_ranges)]
+
+    return merger.result(per_user, run_pass)
 
 
 def _local_error(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Result:
@@ -749,34 +547,3 @@ def _local_error(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Result:
     )  # fmt: skip
     msg = "truth and recs user ids have different types"  # pragma: no cover - prepare raises
     raise InputError(msg)
-
-
-def _score_ranges(scores: np.ndarray, n_ranges: int) -> list[np.ndarray]:
-    """Row indices of ``n_ranges`` disjoint score intervals (equal scores together), as a
-    range partitioner cuts them."""
-    if scores.size == 0:
-        return [np.zeros(0, dtype=np.int64)]
-    bounds = np.unique(np.quantile(scores, np.linspace(0, 1, n_ranges + 1)[1:-1]))
-    which = np.searchsorted(bounds, scores, side="left")
-    return [np.flatnonzero(which == j) for j in range(bounds.size + 1)]
-
-
-def _merge_exposure(
-    rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """Exposure summed by catalog code over shards, as (histogram values, counts, items
-    exposed but absent from train)."""
-    frame = pl.DataFrame(
-        {
-            "code": np.concatenate([c for c, _, _ in rows]),
-            "n": np.concatenate([n for _, n, _ in rows]),
-            "absent": np.concatenate([a for _, _, a in rows]),
-        }
-    )
-    per_item = frame.group_by("code").agg(pl.col("n").sum(), pl.col("absent").max())
-    hist = per_item.group_by("n").agg(pl.len().alias("items")).sort("n")
-    return (
-        hist["n"].to_numpy().astype(np.int64),
-        hist["items"].to_numpy().astype(np.int64),
-        int(per_item["absent"].sum()),
-    )

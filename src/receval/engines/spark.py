@@ -5,14 +5,15 @@ Spark moves the data; the local engine computes (:mod:`receval.engines.shard`):
 1. truth and recs rows, tagged by side and numbered in the DataFrames' own order, are
    shuffled by user (``repartition``) so each partition holds every row of its users;
 2. ``mapInArrow`` runs :func:`receval.engines.shard.run_shard` on each partition: the local
-   kernels, one pass; it returns per-user rows, a small pickled record of exact sums and
-   counts, and the rows that global metrics still need (scored rows, item exposure, true
-   ratings);
-3. global metrics are finished by exact distributed algorithms: ``auc`` and
-   ``average_precision`` by a range partition over scores (exact pair counts inside each
-   range, combined across ranges by their order), exposure by ``groupBy`` over items and then
-   over exposure counts (a histogram), R²'s SS_tot by ``groupBy`` over true ratings; train
-   popularity by ``groupBy(item)`` over train's distinct (user, item) pairs;
+   kernels, one pass; it returns per-user rows, a small pickled record of exact sums, counts
+   and the detached global states, and the rows of those states
+   (:class:`~receval.families.states.GlobalState`: score histograms, item exposure, true
+   ratings), tagged by the state's key;
+3. each global state's rows are cut as the state says (``repartitionByRange`` over scores for
+   ``auc`` and ``average_precision``, ``repartition`` by key for exposure and ratings) and
+   reduced part by part on the executors, pass by pass, by the state's own code; only the
+   small pieces reach the driver (never every distinct score); train popularity by
+   ``groupBy(item)`` over train's distinct (user, item) pairs;
 4. the driver merges it all with :class:`receval.engines.shard.Merger`: the same Result as the
    local engine, to the last bit.
 
@@ -29,6 +30,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +50,18 @@ from receval.data.layout import (
 )
 from receval.engines.shard import (
     Merger,
+    ShardOutput,
     ShardSpec,
     Sources,
-    above_counts,
-    ap_partition,
     build_context,
-    combine_scored,
     per_user_metrics,
     run_shard,
-    scored_partition,
     spec_of,
-    sstot_parts,
 )
 from receval.families import beyond as B
 from receval.families.beyond import check_train_columns, join_key_type, read_train, unify_items
-from receval.families.contract import check_inputs, warn_unused_relevance
+from receval.families.contract import Context, check_inputs, warn_unused_relevance
+from receval.families.states import GlobalState
 from receval.metrics.result import Result
 
 __all__ = [
@@ -74,7 +73,9 @@ __all__ = [
     "session",
 ]
 
-_KIND_USER, _KIND_STATS, _KIND_SCORED, _KIND_EXPOSURE, _KIND_RATING = 0, 1, 2, 3, 4
+_KIND_USER, _KIND_STATS, _KIND_STATE = 0, 1, 2
+# a state row's key goes to the column of its type
+_KEY_COLUMNS: dict[Any, str] = {pl.Float64: "gf", pl.Int64: "gi", pl.String: "gt"}
 _MARK = re.compile(r"\[receval:(\w+)\](.*?)\[/receval\]", re.DOTALL)
 _NOTE = (
     "\n(raised on a Spark executor while evaluating one shard of users; row numbers count "
@@ -413,21 +414,26 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
 
 
 def _output_schema(user_type: Any, n_metrics: int) -> tuple[Any, str]:
+    """The shard task's rows: ``kind`` (per-user row, the pickled statistics, a global
+    state's row), the user and per-user values, the ``blob`` of statistics, and a state's
+    row: its key ``gs``, the row's key (``gf``, ``gi`` or ``gt`` by type) and counts ``gc``."""
     import pyarrow as pa
 
     fields = [("kind", pa.int8()), ("u", _arrow_type(user_type))]
     fields += [(f"m{j}", pa.float64()) for j in range(n_metrics)]
-    fields += [("blob", pa.binary()), ("s", pa.float64()), ("b", pa.int64()),
-               ("k", pa.int32()), ("code", pa.int64()), ("absent", pa.int64())]  # fmt: skip
+    fields += [("blob", pa.binary()), ("gs", pa.string()), ("gf", pa.float64()),
+               ("gi", pa.int64()), ("gt", pa.string()), ("gc", pa.list_(pa.int64()))]  # fmt: skip
     spark_types = [("kind", "tinyint"), ("u", _spark_type(user_type))]
     spark_types += [(f"m{j}", "double") for j in range(n_metrics)]
-    spark_types += [("blob", "binary"), ("s", "double"), ("b", "bigint"), ("k", "int")]
-    spark_types += [("code", "bigint"), ("absent", "bigint")]
+    spark_types += [("blob", "binary"), ("gs", "string"), ("gf", "double"), ("gi", "bigint")]
+    spark_types += [("gt", "string"), ("gc", "array<bigint>")]
     ddl = ", ".join(f"{name} {t}" for name, t in spark_types)
     return pa.schema(fields), ddl
 
 
-def _output_batches(spec: ShardSpec, out: Any, user_type: Any, n_metrics: int) -> Iterator[Any]:
+def _output_batches(
+    spec: ShardSpec, out: ShardOutput, user_type: Any, n_metrics: int
+) -> Iterator[Any]:
     import pyarrow as pa
 
     schema, _ = _output_schema(user_type, n_metrics)
@@ -449,32 +455,27 @@ def _output_batches(spec: ShardSpec, out: Any, user_type: Any, n_metrics: int) -
         for j, name in enumerate(frame.columns[1:]):
             cols[f"m{j}"] = frame[name].to_arrow()  # nulls stay null
         yield batch(frame.height, kind=_KIND_USER, **cols)
-    yield batch(1, kind=_KIND_STATS, blob=[pickle.dumps(out.stats, protocol=5)])
-    if out.scored is not None and out.scored[0].size:
-        scores, bits = out.scored
-        yield batch(scores.size, kind=_KIND_SCORED, s=scores, b=bits)
-    ks = _k_list(spec)
-    for k, (codes, counts, absent) in out.exposure.items():
-        if codes.size:
-            index = np.full(codes.size, ks.index(k), dtype=np.int32)
-            yield batch(codes.size, kind=_KIND_EXPOSURE, k=index, code=codes, b=counts,
-                        absent=absent)  # fmt: skip
-    if out.ratings is not None and out.ratings[0].size:
-        ys, ns = out.ratings
-        yield batch(ys.size, kind=_KIND_RATING, s=ys, b=ns.astype(np.int64))
+    states: dict[str, GlobalState] = out.stats["states"]
+    detached = {key: state.detach() for key, state in states.items()}
+    stats = {**out.stats, "states": detached}
+    yield batch(1, kind=_KIND_STATS, blob=[pickle.dumps(stats, protocol=5)])
+    for key, state in states.items():
+        rows = state.rows()
+        if rows is None or rows.height == 0:
+            continue
+        keys = rows["key"]
+        column = _KEY_COLUMNS.get(keys.dtype, "gi")
+        key_type = pa.float64() if column == "gf" else pa.int64() if column == "gi" else pa.string()
+        yield batch(
+            rows.height, kind=_KIND_STATE, gs=pa.array([key] * rows.height, type=pa.string()),
+            gc=rows["counts"].to_arrow().cast(pa.list_(pa.int64())),
+            **{column: keys.to_arrow().cast(key_type)},
+        )  # fmt: skip
 
 
-def _k_list(spec: ShardSpec) -> list[int | None]:
-    ks: list[int | None] = []
-    for m in spec.plan:
-        if m.spec.family == "beyond" and m.k not in ks:
-            ks.append(m.k)
-    return ks
-
-
-def _partition_task(compute: Any, columns: tuple[str, ...]) -> Any:
-    """A ``mapInArrow`` function: ``compute(*arrays)`` of one partition's ``columns``,
-    pickled into one ``blob`` row (nothing for an empty partition)."""
+def _state_task(state: GlobalState, step: int) -> Any:
+    """A ``mapInArrow`` function: pass ``step`` of ``state``'s reduction over one part of its
+    rows, pickled into one ``blob`` row (nothing for an empty part)."""
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -482,31 +483,14 @@ def _partition_task(compute: Any, columns: tuple[str, ...]) -> Any:
         table = _gather(batches)
         if table is None:
             return
-        arrays = [np.ascontiguousarray(table.column(c).to_numpy()) for c in columns]
-        result = compute(*arrays)
-        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(result, protocol=5)]})
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        key = next((c for c in ("gf", "gi", "gt") if frame[c].null_count() < frame.height), "gf")
+        rows = frame.select(pl.col(key).alias("key"), pl.col("gc").alias("counts"))
+        piece = state.reduce_part(step, rows)
+        yield pa.RecordBatch.from_pydict({"blob": [pickle.dumps(piece, protocol=5)]})
 
     return run
-
-
-def _range_stats(n_thr: int) -> Any:
-    """Per score range: its pair counts (:func:`~receval.engines.shard.scored_partition`)."""
-    return _partition_task(lambda s, b: scored_partition(s, b, n_thr), ("s", "b"))
-
-
-def _range_ap(n_thr: int, above: dict[float, list[tuple[int, int]]]) -> Any:
-    """Per score range: average precision's expansions, given the ranges above it."""
-
-    def compute(scores: np.ndarray, bits: np.ndarray) -> list[np.ndarray]:
-        before = above[float(scores.min())]
-        return [ap_partition(scores, bits, j, before[j]) for j in range(n_thr)]
-
-    return _partition_task(compute, ("s", "b"))
-
-
-def _sstot_task(mean: float) -> Any:
-    """Per partition of distinct true ratings: SS_tot's expansion around ``mean``."""
-    return _partition_task(lambda ys, ns: sstot_parts(ys, ns, mean), ("s", "n"))
 
 
 # ------------------------------------------------------------------------------ driver
@@ -552,7 +536,7 @@ def evaluate_spark(
     request = {
         "user_col": user_col, "item_col": item_col, "score_col": score_col,
         "rank_col": rank_col, "relevance_col": relevance_col, "ties": ties,
-        "relevance_threshold": relevance_threshold, "no_recs": no_recs, "options": {},
+        "relevance_threshold": relevance_threshold, "no_recs": no_recs,
     }  # fmt: skip
     spec_of(metrics, has_relevance=True, **request)  # metrics and options, before any job
     if spark is None:
@@ -615,12 +599,12 @@ def evaluate_spark(
     kind = pl.String if item_type == pl.String else pl.Int64
     if train is not None and not is_spark_frame(train):  # a local train, read once
         train = read_train(train, user_col, item_col, kind, kinds, inputs, unify=False)
-    options = {"train": train, "items": items, "item_features": item_features,
-               "rating_range": rating_range}  # fmt: skip
+    options = Context(train=train, items=items, item_features=item_features,
+                      rating_range=rating_range)  # fmt: skip
     with _executor_errors():
         sources = _spark_sources(spec, t, r, item_type, kinds, inputs)
         context = build_context(plan, options, sources)
-    spec = ShardSpec(**{**spec.__dict__, "options": context})
+    spec = replace(spec, context=context)
 
     rows = (
         t.withColumn("__side", F.lit(0).cast("tinyint"))
@@ -638,10 +622,9 @@ def evaluate_spark(
     _, ddl = _output_schema(user_type, len(columns))
     threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
-    global_rows = spec.thresholds() or any(
-        m.spec.family == "beyond" or (m.spec.family == "rating" and m.is_global()) for m in plan
-    )
-    if global_rows:  # read more than once: computed once
+    # metrics that may leave global states (their rows are read again): computed once
+    global_rows = any(m.is_global() or m.spec.needs_train for m in plan)
+    if global_rows:
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
     try:
         with _executor_errors():
@@ -722,55 +705,27 @@ def _finish(
     if not columns:
         per_user = pl.DataFrame({user_col: pl.Series(user_col, [], dtype=user_type)})
 
-    n_thr = len(spec.thresholds())
-    scored = ap = None
-    if n_thr:
-        ranged = (
-            out.filter(F.col("kind") == _KIND_SCORED)
-            .select("s", "b")
-            .repartitionByRange(partitions, "s")
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-        try:
-            blobs = ranged.mapInArrow(_range_stats(n_thr), "blob binary").collect()
-            stats = [pickle.loads(b[0]) for b in blobs]
-            scored = combine_scored(stats, n_thr)
-            above = above_counts(stats, n_thr)
-            ap = [np.zeros(0) for _ in range(n_thr)]
-            if any(m.name == "average_precision" for m in spec.plan):  # a second pass
-                found = ranged.mapInArrow(_range_ap(n_thr, above), "blob binary").collect()
-                pieces = [pickle.loads(b[0]) for b in found]
-                ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(n_thr)]
-        finally:
-            ranged.unpersist()
+    cut: dict[str, Any] = {}  # each state's rows, cut as the state says (persisted)
 
-    exposure: dict[int | None, tuple[np.ndarray, np.ndarray, int]] = {}
-    ks = _k_list(spec)
-    if any(m.spec.family == "beyond" for m in spec.plan):
-        per_item = (
-            out.filter(F.col("kind") == _KIND_EXPOSURE)
-            .groupBy("k", "code")
-            .agg(F.sum("b").alias("n"), F.max("absent").alias("absent"))
-        )
-        hist = _collect_polars(
-            per_item.groupBy("k", "n").agg(
-                F.count(F.lit(1)).alias("items"), F.sum("absent").alias("absent")
+    def run_pass(key: str, state: GlobalState, step: int) -> list[Any]:
+        if key not in cut:
+            rows = out.filter((F.col("kind") == _KIND_STATE) & (F.col("gs") == key)).select(
+                "gf", "gi", "gt", "gc"
             )
-        )
-        for index, k in enumerate(ks):
-            h = hist.filter(pl.col("k") == index).sort("n")
-            exposure[k] = (
-                h["n"].to_numpy().astype(np.int64),
-                h["items"].to_numpy().astype(np.int64),
-                int(h["absent"].sum() or 0),
-            )
+            if state.spread == "range":
+                rows = rows.repartitionByRange(partitions, "gf", "gi", "gt")
+            else:
+                rows = rows.repartition(partitions, "gf", "gi", "gt")
+            cut[key] = rows.persist(StorageLevel.MEMORY_AND_DISK) if state.passes() > 1 else rows
+        found = cut[key].mapInArrow(_state_task(state, step), "blob binary").collect()
+        return [pickle.loads(b[0]) for b in found]
 
-    sstot = None
-    if merger.rating is not None:
-        ratings = out.filter(F.col("kind") == _KIND_RATING).groupBy("s").agg(F.sum("b").alias("n"))
-        blobs = ratings.mapInArrow(_sstot_task(merger.rating_mean()), "blob binary").collect()
-        sstot = np.concatenate([np.zeros(0)] + [pickle.loads(b[0]) for b in blobs])
-    return merger.result(per_user, scored, ap, exposure, sstot)
+    try:
+        return merger.result(per_user, run_pass)
+    finally:
+        for key, rows in cut.items():
+            if merger.states[key].passes() > 1:
+                rows.unpersist()
 
 
 # ------------------------------------------------------------------------- the context

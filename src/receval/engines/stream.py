@@ -16,6 +16,7 @@ import copy
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +34,14 @@ from receval.engines.shard import (
     build_context,
     run_shard,
     spec_of,
-    sstot_parts,
 )
 from receval.families import beyond as B
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     TiesPolicy,
     check_policies,
     warn_unused_relevance,
-)
-from receval.families.states import (
-    ExposureCounts,
-    RatingHistogram,
-    ScoreHistogram,
 )
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
@@ -222,7 +218,7 @@ class Evaluator:
         self._spec = spec_of(
             metrics, user_col=user_col, item_col=item_col, score_col=score_col,
             rank_col=rank_col, relevance_col=relevance_col, has_relevance=relevance_col is not None,
-            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs, options={},
+            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs,
         )  # fmt: skip
         self._plan = self._spec.plan
         if any(m.name == "nmae" for m in self._plan) and rating_range is None:
@@ -231,19 +227,15 @@ class Evaluator:
                 "observed in truth is known only after the last block."
             )
             raise InputError(msg)
-        self._options: dict[str, Any] = {
-            "train": train, "items": items, "item_features": item_features,
-            "rating_range": rating_range,
-        }  # fmt: skip
-        self._context: dict[str, Any] | None = None  # built with the first block
+        self._options = Context(
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
+        self._context: Context | None = None  # built with the first block
         self._kind: type[pl.DataType] | None = None  # item ids: pl.String or pl.Int64
         self._train: pl.DataFrame | None = None
         self._has_relevance: bool | None = None
         self._merger = Merger(self._spec)
         self._frames: list[pl.DataFrame] = []
-        self._scored = ScoreHistogram(len(self._spec.thresholds()))
-        self._exposure: dict[int | None, ExposureCounts] = {}
-        self._ratings = RatingHistogram()
         self._in_train = [0, 0]
         self._users: list[pl.Series] = []  # users seen, one Series per block
         self._items: list[pl.Series] = []  # items of truth and recs (the catalog)
@@ -277,13 +269,13 @@ class Evaluator:
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
-        context = dict(self._context)
-        if "items" not in context:  # the block's catalog: its items (+ train's); codes -> ids
+        context = self._context
+        if context.items is None:  # the block's catalog: its items (+ train's); codes -> ids
             ids = [t[item_col].cast(self._kind), r[item_col].cast(self._kind)]
             if self._train is not None:
                 ids.append(self._train[item_col])
-            context["_catalog"] = pl.concat(ids).unique().sort()
-        block_spec = ShardSpec(**{**self._spec.__dict__, "options": context})
+            context = replace(context, catalog=pl.concat(ids).unique().sort())
+        block_spec = replace(self._spec, context=context)
         out = run_shard(block_spec, t, r)
         self._absorb(out, context, t, r)
 
@@ -454,7 +446,7 @@ class Evaluator:
         kind_of = r if r.height else t
         self._kind = pl.String if kind_of.schema.get(item_col) == pl.String else pl.Int64
         kind = self._kind
-        train = self._options["train"]
+        train = self._options.train
         if train is not None:
             self._train = B.read_train(
                 train, user_col, item_col, kind, self._kinds, inputs=inputs, unify=True
@@ -478,36 +470,25 @@ class Evaluator:
             lambda: [], history,
         )  # fmt: skip
         context = build_context(self._plan, self._options, sources)
-        context.pop("_catalog", None)  # each block gets its own; the final one is merged
-        if "_catalog_source" in context or "items" not in context:
-            context["_catalog_source"] = "truth+recs" + ("+train" if train is not None else "")
-        self._context = context
+        source = "truth+recs" + ("+train" if train is not None else "")
+        self._context = replace(  # each block gets its own catalog; the final one is merged
+            context, catalog=None, catalog_source=source if context.items is None else None
+        )
 
-    def _absorb(
-        self, out: ShardOutput, context: dict[str, Any], t: pl.DataFrame, r: pl.DataFrame
-    ) -> None:
+    def _absorb(self, out: ShardOutput, context: Context, t: pl.DataFrame, r: pl.DataFrame) -> None:
         """Merge one block's output into the states."""
         user_col, item_col = self._inputs.user_col, self._inputs.item_col
         self._blocks += 1
         self._frames.append(out.per_user)
-        self._merger.add(out.stats)
-        self._merger.compact()  # constant memory: one expansion per sum
-        if out.scored is not None:
-            scores, bits = out.scored
-            self._scored.merge(ScoreHistogram.of_rows(scores, bits, self._scored.n_thresholds))
-        catalog = context["items"][item_col] if "items" in context else context["_catalog"]
-        for k, (codes, counts, absent) in out.exposure.items():
-            state = self._exposure.setdefault(k, ExposureCounts(item_col))
-            state.add(catalog.gather(codes), counts, absent)
-        if out.ratings is not None:
-            self._ratings.merge_counts(*out.ratings)
+        self._merger.add(out.stats)  # the block's global states merge into the merger's
+        self._merger.compact()  # constant memory: one expansion per sum, states compacted
         if self._train is not None and t.height:
             rows, users = B.in_train_counts(
                 t[user_col].unique(), r, self._train, user_col, item_col
             )
             self._in_train[0] += rows
             self._in_train[1] += users
-        if "items" not in context:
+        if context.items is None:
             assert self._kind is not None
             new = pl.concat([t[item_col].cast(self._kind), r[item_col].cast(self._kind)])
             self._items.append(new.unique())
@@ -544,10 +525,6 @@ class Evaluator:
         self._frames += other._frames
         self._merger.merge(other._merger)
         self._merger.compact()
-        self._scored.merge(other._scored)
-        for k, state in other._exposure.items():
-            self._exposure.setdefault(k, ExposureCounts(self._inputs.item_col)).merge(state)
-        self._ratings.merge(other._ratings)
         self._in_train = [a + b for a, b in zip(self._in_train, other._in_train, strict=True)]
         self._items += other._items
         self._blocks += other._blocks
@@ -559,9 +536,9 @@ class Evaluator:
         return (
             spec.metrics, spec.user_col, spec.item_col, spec.order_col, spec.by_rank,
             spec.relevance_col, spec.ties, spec.threshold, spec.no_recs, self._kinds,
-            opts["rating_range"], opts["train"] is None, opts["items"] is None,
-            opts["item_features"] if isinstance(opts["item_features"], str | list | None)
-            else id(opts["item_features"]),
+            opts.rating_range, opts.train is None, opts.items is None,
+            opts.item_features if isinstance(opts.item_features, str | list | None)
+            else id(opts.item_features),
         )  # fmt: skip
 
     def _flush(self) -> None:
@@ -599,19 +576,12 @@ class Evaluator:
             per_user = self._frames[0]
         if self._train is not None:
             merger.in_train = (self._in_train[0], self._in_train[1])
-        scored = ap = None
-        if self._scored.n_thresholds:
-            scored, ap = self._scored.finish()
-        exposure = {k: state.finish() for k, state in self._exposure.items()}
         n_catalog = self._catalog_size(item_col)
         for m in self._plan:
             info = merger.details.get(m.canonical, {})
             if "catalog_size" in info and n_catalog is not None:
                 info["catalog_size"] = n_catalog
-        sstot = None
-        if self._ratings.ys.size:
-            sstot = sstot_parts(self._ratings.ys, self._ratings.ns, merger.rating_mean())
-        result = merger.result(per_user, scored, ap, exposure, sstot)
+        result = merger.result(per_user)
         merger.in_train = None
         return result
 
@@ -619,7 +589,7 @@ class Evaluator:
         """The catalog's size: the item table's, else the distinct items of truth, recs and
         train."""
         assert self._context is not None
-        if "items" in self._context:
+        if self._context.items is not None:
             return None  # every block reported the item table's size
         ids = list(self._items)
         if self._train is not None:
@@ -638,12 +608,8 @@ class Evaluator:
         size = sum(f.estimated_size() for f in self._frames)
         size += sum(u.estimated_size() for u in self._users)
         size += sum(i.estimated_size() for i in self._items)
-        size += self._scored.nbytes
-        for state in self._exposure.values():
-            state.compact()
-            if state.frame is not None:
-                size += state.frame.estimated_size()
-        return int(size + np.asarray(self._ratings.ys).nbytes * 2)
+        size += sum(state.nbytes for state in self._merger.states.values())
+        return int(size)
 
 
 # ----------------------------------------------------------------------- files, in blocks

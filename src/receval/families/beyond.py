@@ -54,13 +54,15 @@ from receval.data.layout import (
     show_rows,
     trec_tie_keys,
 )
-from receval.families.contract import Part, Prepared, per_user_frame
+from receval.families.contract import Context, Part, Prepared, per_user_frame
+from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
 from receval.kernels.exact import parts_weighted
 from receval.kernels.exact import total as total_exact
 from receval.metrics.registry import Metric
 
 __all__ = [
+    "ExposureCounts",
     "beyond_part",
     "catalog_of",
     "check_train",
@@ -89,13 +91,13 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     ``entropy`` are global. ``details[name]`` says which catalog, how many users, items absent
     from train, lists too short for a pair, and so on.
     """
-    _check_inputs(plan, prep.options)
+    _check_inputs(plan, prep.context)
     ctx = _Context.build(prep, plan)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
     part = Part(means, None, details)
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     n_users = prep.r_grp.n_users
     for m in plan:
         off, codes = ctx.top(m.k)
@@ -109,7 +111,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if m.is_global():
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
             if shard:  # exposure sums over every shard's users before it has a value
-                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), None))
+                _exposure_state(part, ctx, m, None)
             else:
                 means[m.canonical] = global_value(
                     name, *exposure_histogram(ctx.exposure(m.k)), ctx.n_catalog
@@ -119,7 +121,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             absent = np.count_nonzero((ctx.exposure(m.k) > 0) & (pop.counts == 0))
             info.update(train_users=pop.n_users, not_in_train=int(absent))
             if shard:  # items absent from train count once over every shard's lists
-                part.pending[m.canonical] = ("exposure", (m.k, ctx.exposure(m.k), pop.counts == 0))
+                _exposure_state(part, ctx, m, pop.counts == 0)
             if name == "novelty":
                 safe = np.maximum(pop.counts, 1).astype(np.float64)
                 row_values = -np.log2(safe / pop.n_users)[codes]
@@ -155,6 +157,127 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     return part
 
 
+def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
+    """Add ``m`` to the exposure state of its cutoff (made from this block's lists on first
+    use; ``absent``: per catalog code, whether the item is absent from train)."""
+    key = f"exposure@{m.k}"
+    state = part.states.get(key)
+    exposure = ctx.exposure(m.k)
+    codes = np.flatnonzero(exposure)
+    if not isinstance(state, ExposureCounts):
+        state = ExposureCounts()
+        state.add(ctx.catalog.gather(codes), exposure[codes], np.zeros(codes.size))
+        part.states[key] = state
+    if absent is not None:
+        state.add(ctx.catalog.gather(codes), np.zeros(codes.size), absent[codes])
+    state.metrics += (m.canonical,)
+
+
+@dataclass
+class ExposureCounts(GlobalState):
+    """``coverage``, ``gini``, ``entropy`` at one cutoff (and the items absent from train
+    of ``novelty``, ``arp``, ``long_tail``): per item id (``key``), in how many top-K lists
+    it is and whether it is absent from train (``counts``). Rows of an item from several
+    blocks add up (absent: the same flag); parts of the rows hold disjoint items
+    (``spread="hash"``), each reduced to a histogram of exposure counts."""
+
+    metrics: tuple[str, ...] = ()
+    frame: pl.DataFrame | None = None  # columns key, n (Int64), absent (Int64 0/1)
+    _pending: list[pl.DataFrame] = field(default_factory=list, repr=False)
+    _hist: tuple[np.ndarray, np.ndarray, int] | None = field(default=None, repr=False)
+
+    def add(self, items: pl.Series, counts: np.ndarray, absent: np.ndarray) -> None:
+        """Add the exposure of ``items`` (ids) and their absent-from-train flags."""
+        piece = pl.DataFrame(
+            {
+                "key": items,
+                "n": np.asarray(counts, dtype=np.int64),
+                "absent": np.asarray(absent, dtype=np.int64),
+            }
+        )
+        self._pending.append(piece)
+        if len(self._pending) >= COMPACT:
+            self.compact()
+
+    def merge(self, other: ExposureCounts) -> ExposureCounts:
+        """Add ``other``'s exposure (in place; returns self)."""
+        if other.metrics != self.metrics:
+            msg = "exposure states of different metrics cannot merge"
+            raise ValueError(msg)
+        if other.frame is not None:
+            self._pending.append(other.frame)
+        self._pending.extend(other._pending)
+        if len(self._pending) >= COMPACT:
+            self.compact()
+        return self
+
+    def compact(self) -> None:
+        if not self._pending:
+            return
+        pieces = ([self.frame] if self.frame is not None else []) + self._pending
+        self._pending = []
+        self.frame = _by_item(pl.concat(pieces, how="vertical_relaxed"))
+
+    def rows(self) -> pl.DataFrame:
+        self.compact()
+        if self.frame is None:
+            return state_rows(pl.Series("key", [], dtype=pl.Int64), np.zeros((0, 2)))
+        counts = np.stack([self.frame["n"].to_numpy(), self.frame["absent"].to_numpy()], axis=1)
+        return state_rows(self.frame["key"], counts)
+
+    def detach(self) -> ExposureCounts:
+        return ExposureCounts(self.metrics)
+
+    def passes(self) -> int:
+        return 1
+
+    def reduce_part(self, step: int, rows: pl.DataFrame) -> pl.DataFrame:
+        """The histogram of the part's items: per exposure count, the items that have it and
+        those of them absent from train."""
+        counts = counts_matrix(rows, 2)
+        per_item = _by_item(
+            pl.DataFrame({"key": rows["key"], "n": counts[:, 0], "absent": counts[:, 1]})
+        )
+        return (
+            per_item.filter(pl.col("n") > 0)
+            .group_by("n")
+            .agg(pl.len().cast(pl.Int64).alias("items"), pl.col("absent").sum())
+        )
+
+    def absorb(self, step: int, pieces: list[Any]) -> None:
+        if not pieces:
+            empty = np.zeros(0, dtype=np.int64)
+            self._hist = (empty, empty, 0)
+            return
+        hist = (
+            pl.concat(pieces)
+            .group_by("n")
+            .agg(pl.col("items").sum(), pl.col("absent").sum())
+            .sort("n")
+        )
+        self._hist = (
+            hist["n"].to_numpy().astype(np.int64),
+            hist["items"].to_numpy().astype(np.int64),
+            int(hist["absent"].sum()),
+        )
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        if self._hist is None:
+            self.absorb(0, [])
+        assert self._hist is not None
+        values, counts, absent = self._hist
+        if metric.is_global():
+            return global_value(metric.name, values, counts, int(info["catalog_size"]))
+        if "not_in_train" in info:
+            info["not_in_train"] = absent
+        return None
+
+
+def _by_item(frame: pl.DataFrame) -> pl.DataFrame:
+    """Exposure rows summed by item (absent: the flag of any of its rows)."""
+    return frame.group_by("key").agg(pl.col("n").sum(), pl.col("absent").max())
+
+
 def exposure_histogram(exposure: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct positive exposure counts, ascending, and how many items have each."""
     values, counts = np.unique(exposure[exposure > 0], return_counts=True)
@@ -187,16 +310,16 @@ def global_value(name: str, values: np.ndarray, counts: np.ndarray, n_catalog: i
     return abs(total_exact(parts_weighted(-p * np.log2(p), counts)))
 
 
-def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
+def _check_inputs(plan: tuple[Metric, ...], context: Context) -> None:
     """Name the missing argument before reading anything."""
     for m in plan:
-        if m.spec.needs_train and options.get("train") is None and "_popularity" not in options:
+        if m.spec.needs_train and context.train is None and context.popularity is None:
             msg = (
                 f"{m.canonical} needs item popularity from training interactions; pass "
                 "train= (rows (user, item), same sources as truth; --train on the command line)."
             )
             raise InputError(msg)
-        if m.spec.needs_items and options.get("items") is None:
+        if m.spec.needs_items and context.items is None:
             msg = (
                 f"{m.canonical} reads item categories or groups from the item table; pass "
                 "items= (a frame or file with the item column and the column named by by=; "
@@ -204,7 +327,7 @@ def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
             )
             raise InputError(msg)
         if m.spec.needs_item_features:
-            features = options.get("item_features")
+            features = context.item_features
             if features is None:
                 msg = (
                     f"{m.canonical} needs item similarity; pass item_features= (a vector "
@@ -212,7 +335,7 @@ def _check_inputs(plan: tuple[Metric, ...], options: dict[str, Any]) -> None:
                     "sim(item_a, item_b) -> float; --item-features on the command line)."
                 )
                 raise InputError(msg)
-            if not callable(features) and options.get("items") is None:
+            if not callable(features) and context.items is None:
                 msg = (
                     f"{m.canonical} reads item_features={features!r} from the item table; pass "
                     "items= (a frame or file with the item column and those feature columns; "
@@ -276,12 +399,12 @@ class _Context:
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
-        opts, user_col = prep.options, prep.user_col
-        id_type, inputs = opts.get("id_type", "auto"), opts.get("_inputs")
-        train = opts.get("_train_pairs")  # read once by evaluate when train is given
+        ctx, user_col = prep.context, prep.user_col
+        id_type, inputs = ctx.id_type, ctx.inputs
+        train = ctx.train_pairs  # read once by evaluate when train is given
         if train is None:
-            train = read_train(opts.get("train"), user_col, item_col, kind, id_type, inputs)
-        items = read_items(opts.get("items"), user_col, item_col, kind, id_type, inputs)
+            train = read_train(ctx.train, user_col, item_col, kind, id_type, inputs)
+        items = read_items(ctx.items, user_col, item_col, kind, id_type, inputs)
         row_codes = None
         if items is not None:
             catalog = items[item_col]
@@ -296,9 +419,9 @@ class _Context:
                     f"item table (column {item_col!r})."
                 )
                 raise InputError(msg)
-        elif "_catalog" in prep.options:  # a shard: the catalog of every shard's items
-            catalog = prep.options["_catalog"]
-            source = prep.options["_catalog_source"]
+        elif ctx.catalog is not None:  # a shard: the catalog of every shard's items
+            catalog = ctx.catalog
+            source = str(ctx.catalog_source)
             if ids is None:
                 row_codes = _codes(catalog, r_items)
         else:
@@ -342,7 +465,7 @@ class _Context:
 
     def popularity(self) -> _Popularity:
         if self._pop is None:
-            given = self.prep.options.get("_popularity")  # a shard: train's, aggregated once
+            given = self.prep.context.popularity  # a shard: train's, aggregated once
             if given is not None:
                 per_item, n_users = given
             else:
@@ -362,7 +485,7 @@ class _Context:
         """Per-user mean pairwise similarity of L@K (NaN for lists shorter than 2)."""
         if k not in self._sim:
             off, codes = self.top(k)
-            features = self.prep.options["item_features"]
+            features = self.prep.context.item_features
             if callable(features):
                 self._sim[k] = (self._ils_callable(off, codes, features), "callable")
             else:
@@ -502,17 +625,17 @@ def check_train(prep: Prepared, data: Any) -> Prepared:
     user_col, item_col = prep.user_col, prep.item_col
     r_items = prep.r_grp.frame[item_col]
     kind = pl.String if r_items.dtype == pl.String else pl.Int64
-    id_type, inputs = prep.options.get("id_type", "auto"), prep.options.get("_inputs")
+    id_type, inputs = prep.context.id_type, prep.context.inputs
     pairs = read_train(data, user_col, item_col, kind, id_type, inputs, unify=False)
     assert pairs is not None
     rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.frame, pairs, user_col, item_col)
     warn_in_train(rows, users, stacklevel=3)
     counts = replace(prep.counts, recs_in_train=rows)
-    options = prep.options
+    context = prep.context
     with suppress(InputError):  # item ids typed as recs' are reused by the beyond metrics,
         # which otherwise read train again and raise this error when one needs it
-        options = {**options, "_train_pairs": unify_items(pairs, "train", item_col, kind)}
-    return replace(prep, counts=counts, options=options)
+        context = replace(context, train_pairs=unify_items(pairs, "train", item_col, kind))
+    return replace(prep, counts=counts, context=context)
 
 
 def join_key_type(a: pl.DataType, b: pl.DataType) -> type[pl.DataType]:
@@ -828,7 +951,7 @@ def _history(ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
     if "history" not in ctx._cache:
         prep = ctx.prep
         user_col, item_col = prep.user_col, prep.item_col
-        train = ctx.train if ctx.train is not None else prep.options.get("_history")
+        train = ctx.train if ctx.train is not None else prep.context.history
         assert train is not None  # checked by _check_inputs
         users = pl.DataFrame({user_col: prep.r_grp.keys}).with_row_index("__u")
         users, train = _join_types(users, train, user_col)
@@ -848,7 +971,7 @@ def _category_names(m: Metric, ctx: _Context) -> list[str]:
     if isinstance(by, str):
         names = [by]
     else:
-        features = ctx.prep.options.get("item_features")
+        features = ctx.prep.context.item_features
         given = [features] if isinstance(features, str) else features
         if (
             not isinstance(given, list | tuple)
@@ -973,7 +1096,7 @@ def _unexpected(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
         if m.name == "serendipity"
         else np.ones(rows.size, dtype=np.float64)
     )
-    features = ctx.prep.options["item_features"]
+    features = ctx.prep.context.item_features
     if callable(features):
         msg = (
             f"{m.canonical} compares each recommended item with every train item of the user; "

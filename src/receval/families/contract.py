@@ -22,7 +22,9 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice
-from receval.data.layout import Grouped, check_frame
+from receval.data.io import Inputs
+from receval.data.layout import Grouped, IdTypeArg, check_frame
+from receval.families.states import GlobalState, finish_states
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
 
@@ -30,6 +32,7 @@ __all__ = [
     "GRADE_NAMES",
     "NO_RECS",
     "TIES",
+    "Context",
     "NoRecsPolicy",
     "Part",
     "Prepared",
@@ -125,6 +128,56 @@ def check_inputs(
 
 
 @dataclass(frozen=True)
+class Context:
+    """What the metric families read besides the layout: :func:`evaluate`'s family options
+    and, in a distributed or streaming engine, the global context computed once over all
+    the data (:func:`receval.engines.shard.build_context`).
+
+    Attributes
+    ----------
+    train, items, item_features, rating_range:
+        :func:`evaluate`'s options (``items`` may come read: the checked item table).
+    id_type:
+        The id kinds that train and items follow (:func:`~receval.data.layout.check_id_type`).
+    has_relevance:
+        Whether truth had a relevance column (None: :func:`~receval.families.ranking.prepare`
+        finds out).
+    inputs:
+        Each input's own column names and format (:class:`~receval.data.io.Inputs`).
+    train_pairs:
+        Train's distinct (user, item) pairs, read once (ids typed as recs').
+    shard:
+        The layout holds some users only (a shard or a block): global metrics leave their
+        :class:`~receval.families.states.GlobalState` to be merged, not a value.
+    catalog, catalog_source:
+        The catalog of every shard (sorted item ids) and where it comes from.
+    popularity:
+        Train's distinct users per item (``item_col``, ``n``) and its number of users,
+        aggregated once over all of train.
+    observed_range:
+        Truth's (min, max) relevance over every shard (``nmae`` without ``rating_range``).
+    history:
+        Train's distinct (user, item) pairs, for the metrics that read each user's own train
+        items (``needs_history``) in a shard, which has no ``train`` (each keeps its users').
+    """
+
+    train: Any = None
+    items: Any = None
+    item_features: Any = None
+    rating_range: tuple[float, float] | None = None
+    id_type: IdTypeArg = "auto"
+    has_relevance: bool | None = None
+    inputs: Inputs | None = None
+    train_pairs: pl.DataFrame | None = None
+    shard: bool = False
+    catalog: pl.Series | None = None
+    catalog_source: str | None = None
+    popularity: tuple[pl.DataFrame, int] | None = None
+    observed_range: tuple[float, float] | None = None
+    history: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
 class Prepared:
     """The canonical layout that every metric family reads.
 
@@ -142,11 +195,8 @@ class Prepared:
         given (a score, or a rank when ``by_rank``), as float64.
     t_item, r_item:
         64-bit item keys: equal keys are equal items within a user (verified).
-    options:
-        Family options of :func:`evaluate`: ``train``, ``items``, ``item_features``,
-        ``rating_range``, ``id_type`` (train and items follow it) and ``has_relevance``
-        (whether truth had a relevance column); ``_inputs`` (each input's own column names
-        and format, :class:`~receval.data.io.Inputs`) and ``_train_pairs`` (train read once).
+    context:
+        What the families read besides the layout (:class:`Context`).
     """
 
     t_grp: Grouped
@@ -166,7 +216,7 @@ class Prepared:
     threshold: float
     no_recs: NoRecsPolicy
     counts: Counts
-    options: dict[str, Any] = field(default_factory=dict)
+    context: Context = field(default_factory=Context)
 
     def threshold_of(self, metric: Metric) -> float:
         """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
@@ -181,29 +231,37 @@ class Part:
     has per-user values (canonical names), or is None when none has; ``details`` maps a
     canonical name to extra facts about it (users skipped, the catalog used, ...).
 
-    For the distributed engine (:mod:`receval.engines.shard`), ``sums[name] = (terms, den)``
-    says how a per-user metric's mean is made: ``fsum(terms) / den``, ``den`` a count or an array of
-    weights (summed exactly); ``pending[name]`` holds what a global metric needs from every
-    shard before it has a value (a shard's part has no mean for it).
+    ``sums[name] = (terms, den)`` says how a per-user (or per-row) metric's mean is made:
+    ``fsum(terms) / den``, ``den`` a count or an array of weights (summed exactly), so that a
+    distributed engine (:mod:`receval.engines.shard`) merges it exactly. ``states`` holds the
+    :class:`GlobalState` of the metrics that are not such a mean, keyed by a name of the
+    provider's choice (states of the same key merge); a metric whose state is there needs no
+    mean in ``means``: :func:`merge` finishes it.
     """
 
     means: dict[str, float]
     per_user: pl.DataFrame | None = None
     details: dict[str, dict[str, Any]] = field(default_factory=dict)
     sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = field(default_factory=dict)
-    pending: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    states: dict[str, GlobalState] = field(default_factory=dict)
 
 
 def merge(
     plan: tuple[Metric, ...], parts: list[Part], prep: Prepared, settings: dict[str, Any]
 ) -> Result:
-    """One Result from the families' parts: means in request order, per-user columns joined on
-    the user (sorted by user id), details."""
+    """One Result from the families' parts: means in request order (a metric left to a state
+    is finished here, in this process), per-user columns joined on the user (sorted by user
+    id), details."""
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
+    states: dict[str, GlobalState] = {}
     for p in parts:
         means.update(p.means)
         details.update(p.details)
+        states.update(p.states)
+    for state in states.values():
+        state.reduce_whole()
+    finish_states(plan, states, means, details)
     per_user = join_per_user(plan, parts, prep)
     ordered = {m.canonical: means[m.canonical] for m in plan}
     return Result(plan, ordered, per_user, prep.counts, settings, details)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import polars as pl
@@ -24,9 +25,25 @@ from receval.arrays import rating as R
 from receval.data.layout import IdTypeArg, check_id_type, show_rows
 from receval.families.contract import Part, Prepared, check_threshold, per_user_frame
 from receval.families.ranking import prepare
+from receval.families.states import (
+    COMPACT,
+    GlobalState,
+    compact_expansions,
+    counts_matrix,
+    state_rows,
+    sum_by_key,
+)
+from receval.kernels.exact import parts_weighted, total
 from receval.metrics.registry import Metric
 
-__all__ = ["classification_part", "labelled_rows", "rating_part"]
+__all__ = [
+    "ConfusionCounts",
+    "RatingRows",
+    "ScoreHistogram",
+    "classification_part",
+    "labelled_rows",
+    "rating_part",
+]
 
 
 def labelled_rows(
@@ -134,9 +151,10 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     details: dict[str, dict[str, Any]] = {}
     columns: dict[str, np.ndarray] = {}
     part = Part(means, None, details)
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
     sorted_cache: dict[float, tuple[np.ndarray, np.ndarray]] = {}
+    ranked: dict[str, tuple[float, np.ndarray]] = {}  # a shard's auc / average_precision
     for m in plan:
         threshold = prep.threshold_of(m)
         if threshold not in cache:
@@ -155,19 +173,19 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         }
         name = m.name
         if shard and m.spec.ranks_rows:
-            # a global sort over every shard's rows: the engine merges (labels, scores)
-            part.pending[m.canonical] = ("scored", (threshold, labels, scores))
+            # a global sort over every shard's rows: a histogram of scores, merged (below)
+            ranked[m.canonical] = (threshold, labels)
             details[m.canonical] = info
             continue
         if shard and name == "logloss":
             _check_probabilities(prep, m)
-            part.pending[m.canonical] = ("logloss", (C.log_loss_parts(labels, scores), n_rows))
+            part.sums[m.canonical] = (C.log_loss_parts(labels, scores), n_rows)
             details[m.canonical] = info
             continue
         if name == "auc":
             need_classes(m, n_pos, n_rows, threshold)
             if threshold not in sorted_cache:
-                sorted_cache[threshold] = C.sorted_classes(labels, scores)
+                sorted_cache[threshold] = C.sorted_class_keys(labels, scores)
             value = C.auc_from_sorted(*sorted_cache[threshold])
         elif name == "average_precision":
             need_classes(m, n_pos, n_rows, threshold, negatives=False)
@@ -185,7 +203,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             cm = C.confusion_counts(labels, scores, cut)
             info.update(tp=cm.tp, fp=cm.fp, fn=cm.fn, tn=cm.tn)
             if shard:
-                part.pending[m.canonical] = ("confusion", None)
+                part.states[m.canonical] = ConfusionCounts((m.canonical,), cm)
                 details[m.canonical] = info
                 continue
             value = thresholded(m, cm)
@@ -195,6 +213,8 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         means[m.canonical] = value
         details[m.canonical] = info
 
+    if ranked:
+        part.states["scored"] = ScoreHistogram.of_metrics(ranked, scores)
     if columns:
         kept = prep.r_grp.keys.gather(groups)
         part.per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
@@ -255,7 +275,7 @@ def _gauc(
     m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
-    rows, positives, auc_u = C._group_pair_counts(offsets, labels, scores)
+    rows, positives, auc_u = C.grouped_pair_counts(offsets, labels, scores)
     weight = m.str_param("weight")
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
     if not used:
@@ -282,6 +302,207 @@ def thresholded(m: Metric, cm: C.ConfusionMatrix) -> float:
     return value
 
 
+# ---------------------------------------------------------------- classification states
+
+
+def _split_sum(values: np.ndarray) -> int:
+    """The exact sum of non-negative int64 ``values`` as a Python int (no int64 overflow:
+    high and low 32-bit halves summed apart)."""
+    v = np.asarray(values, dtype=np.int64)
+    return int((v >> 32).sum()) * (1 << 32) + int((v & 0xFFFFFFFF).sum())
+
+
+@dataclass
+class ScoreHistogram(GlobalState):
+    """``auc`` and ``average_precision`` over rows: each distinct score (ascending) with its
+    positives and negatives at every relevance threshold ``j`` (``counts[:, j]`` and
+    ``counts[:, n_thresholds + j]``). The exact pair counts of the AUC and the exact terms of
+    AP's sum follow from it, equal to those of the sorted rows.
+
+    Its rows are the histogram (``key`` a score); a distributed engine cuts them into
+    disjoint score ranges (``spread="range"``): the first pass counts each range's pairs
+    (every positive of a range beats every negative of the ranges below it), the second
+    (``average_precision`` only) its AP terms, given the counts of the ranges above it.
+    ``reads[i]`` is the threshold (bit) of ``metrics[i]``.
+    """
+
+    n_thresholds: int
+    metrics: tuple[str, ...] = ()
+    reads: tuple[int, ...] = ()
+    levels: tuple[float, ...] = ()  # the relevance threshold of each bit (for messages)
+    ap: bool = True  # whether a metric needs average precision's terms (a second pass)
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    counts: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    _pending: list[ScoreHistogram] = field(default_factory=list, repr=False)
+    _scored: list[tuple[int, int, int]] = field(default_factory=list, repr=False)
+    _above: dict[float, list[tuple[int, int]]] = field(default_factory=dict, repr=False)
+    _ap: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    spread: ClassVar[Literal["range", "hash"]] = "range"
+
+    def __post_init__(self) -> None:
+        if self.counts.shape != (self.scores.size, 2 * self.n_thresholds):
+            self.counts = np.zeros((self.scores.size, 2 * self.n_thresholds), dtype=np.int64)
+
+    @classmethod
+    def of_rows(cls, scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> ScoreHistogram:
+        """The state of scored rows: ``bits`` holds each row's label at threshold ``j`` in
+        bit ``j``."""
+        distinct, pos, neg = C.bit_histogram(  # -0.0 and 0.0 are one score
+            np.asarray(scores, dtype=np.float64), np.asarray(bits, dtype=np.int64), n_thresholds
+        )
+        counts = np.ascontiguousarray(np.hstack([pos.T, neg.T]), dtype=np.int64)
+        return cls(n_thresholds, scores=distinct, counts=counts)
+
+    @classmethod
+    def of_metrics(
+        cls, ranked: dict[str, tuple[float, np.ndarray]], scores: np.ndarray
+    ) -> ScoreHistogram:
+        """The state of a block's scored rows for the metrics ``ranked`` (canonical name ->
+        its relevance threshold and the rows' labels at it)."""
+        thresholds = list(dict.fromkeys(t for t, _ in ranked.values()))
+        bits = np.zeros(scores.shape[0], dtype=np.int64)
+        for t, labels in ranked.values():
+            bits |= labels.astype(np.int64) << thresholds.index(t)
+        state = cls.of_rows(scores, bits, len(thresholds))
+        state.metrics = tuple(ranked)
+        state.reads = tuple(thresholds.index(t) for t, _ in ranked.values())
+        state.levels = tuple(thresholds)
+        state.ap = any(name.startswith("average_precision") for name in ranked)
+        return state
+
+    def merge(self, other: ScoreHistogram) -> ScoreHistogram:
+        """Add ``other``'s rows (in place; returns self). Merging is deferred and done in
+        batches, so that many small blocks do not re-sort a large state each time."""
+        if (other.n_thresholds, other.metrics, other.reads) != (
+            self.n_thresholds, self.metrics, self.reads,
+        ):  # fmt: skip
+            msg = "score histograms of different metrics or thresholds cannot merge"
+            raise ValueError(msg)
+        self._pending.extend([other, *other._pending])
+        other._pending = []
+        if len(self._pending) >= COMPACT:
+            self.compact()
+        return self
+
+    def compact(self) -> None:
+        """Fold the pending states into the main arrays."""
+        if not self._pending:
+            return
+        pieces = [self, *self._pending]
+        self._pending = []
+        self.scores, self.counts = sum_by_key(
+            np.concatenate([p.scores for p in pieces]), np.vstack([p.counts for p in pieces])
+        )
+
+    @property
+    def pos(self) -> np.ndarray:
+        """Per threshold ``j``, the positives of each distinct score (``pos[j]``)."""
+        self.compact()
+        return self.counts[:, : self.n_thresholds].T
+
+    @property
+    def neg(self) -> np.ndarray:
+        """Per threshold ``j``, the negatives of each distinct score (``neg[j]``)."""
+        self.compact()
+        return self.counts[:, self.n_thresholds :].T
+
+    @property
+    def nbytes(self) -> int:
+        self.compact()
+        return int(self.scores.nbytes + self.counts.nbytes)
+
+    def rows(self) -> pl.DataFrame:
+        self.compact()
+        return state_rows(self.scores, self.counts)
+
+    def detach(self) -> ScoreHistogram:
+        return ScoreHistogram(self.n_thresholds, self.metrics, self.reads, self.levels, self.ap)
+
+    def passes(self) -> int:
+        return 2 if self.ap else 1
+
+    def reduce_part(self, step: int, rows: pl.DataFrame) -> Any:
+        """Pass 0: the range's lowest score and, per threshold, its positives, negatives and
+        twice the pairs won inside it. Pass 1: per threshold, the expansion of AP's terms
+        over the range."""
+        t = self.n_thresholds
+        scores, counts = sum_by_key(rows["key"].to_numpy(), counts_matrix(rows, 2 * t))
+        pos, neg = counts[:, :t], counts[:, t:]
+        if step == 0:
+            twice = []
+            for j in range(t):
+                neg_below = np.cumsum(neg[:, j]) - neg[:, j]  # negatives of lower scores
+                twice.append(_split_sum(pos[:, j] * (2 * neg_below + neg[:, j])))
+            low = float(scores[0])
+            return low, [int(x) for x in pos.sum(axis=0)], [int(x) for x in neg.sum(axis=0)], twice
+        before = self._above[float(scores[0])]
+        out = []
+        for j in range(t):
+            tps = np.cumsum(pos[::-1, j])  # rows scoring >= each distinct score, highest first
+            fps = np.cumsum(neg[::-1, j])
+            out.append(C.ap_terms(tps, fps, before[j][0], before[j][1]))
+        return out
+
+    def absorb(self, step: int, pieces: list[Any]) -> None:
+        t = self.n_thresholds
+        if step == 1:
+            self._ap = [np.concatenate([np.zeros(0)] + [p[j] for p in pieces]) for j in range(t)]
+            return
+        ordered = sorted(pieces, key=lambda p: p[0])  # ranges hold disjoint score intervals
+        self._scored = []
+        for j in range(t):
+            twice = neg_below = n_pos = 0
+            for _, pos, neg, wins in ordered:  # one step per range, not per row
+                twice += wins[j] + 2 * pos[j] * neg_below
+                neg_below += neg[j]
+                n_pos += pos[j]
+            self._scored.append((twice, n_pos, neg_below))
+        self._above = {}
+        acc = [(0, 0)] * t
+        for low, pos, neg, _ in reversed(ordered):
+            self._above[low] = list(acc)
+            acc = [(a + pos[j], b + neg[j]) for j, (a, b) in enumerate(acc)]
+        self._ap = [np.zeros(0) for _ in range(t)]
+
+    def totals(self) -> tuple[list[tuple[int, int, int]], list[np.ndarray]]:
+        """Per threshold: (twice the (positive, negative) pairs won, a tie counting one;
+        positives; negatives), and the expansion of average precision's sum: the values
+        that sorting every row would give (all the rows, reduced here)."""
+        self.reduce_whole()
+        if not self._scored:  # no row
+            self.absorb(0, [])
+        return self._scored, self._ap
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float:
+        j = self.reads[self.metrics.index(metric.canonical)]
+        if not self._scored:
+            self.absorb(0, [])
+        twice, n_pos, n_neg = self._scored[j]
+        threshold = self.levels[j]
+        if metric.name == "auc":
+            need_classes(metric, n_pos, n_pos + n_neg, threshold)
+            return C.auc_value(twice, n_pos, n_neg)
+        need_classes(metric, n_pos, n_pos + n_neg, threshold, negatives=False)
+        return total(self._ap[j]) / n_pos
+
+
+@dataclass
+class ConfusionCounts(GlobalState):
+    """A thresholded rate (``ppv``, ``tpr``, ``accuracy`` ...): its confusion counts."""
+
+    metrics: tuple[str, ...]
+    cm: C.ConfusionMatrix
+
+    def merge(self, other: ConfusionCounts) -> ConfusionCounts:
+        a, b = self.cm, other.cm
+        self.cm = replace(a, tp=a.tp + b.tp, fp=a.fp + b.fp, fn=a.fn + b.fn, tn=a.tn + b.tn)
+        return self
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float:
+        return thresholded(metric, self.cm)
+
+
 # ------------------------------------------------------------------------------- rating
 
 
@@ -303,7 +524,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             f"recs were given with rank_col={prep.order_col!r}. Pass score_col= instead."
         )
         raise InputError(msg)
-    if not prep.options.get("has_relevance", True):
+    if prep.context.has_relevance is False:
         msg = (
             f"rating metrics ({names}) need true ratings: truth has no relevance column. Pass "
             "relevance_col= to name the column that holds the ratings."
@@ -323,7 +544,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     user_of_row = np.repeat(
         np.arange(prep.t_grp.n_users, dtype=np.int64), np.diff(prep.t_grp.offsets)
     )
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     if n_missing:
         if prep.no_recs == "raise":
             _raise_missing(prep, missing, names)
@@ -341,8 +562,8 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     y = np.ascontiguousarray(y, dtype=np.float64)
     pred = np.ascontiguousarray(pred, dtype=np.float64)
 
-    range_given = prep.options.get("rating_range")
-    observed = prep.options.get("_observed_range")  # a shard: truth's range over every shard
+    range_given = prep.context.rating_range
+    observed = prep.context.observed_range  # a shard: truth's range over every shard
     if range_given is not None:
         lo, hi = R.check_range(tuple(range_given))
     elif observed is not None:
@@ -366,9 +587,11 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
             info["rating_range"] = [lo, hi]
         if shard and m.is_global():
             # exact sums over every shard's rows; SS_tot needs the mean of all of them first
-            s_abs, s_sq, s_y = R.row_parts(y, pred)
-            ys, ns = np.unique(y, return_counts=True)
-            part.pending[m.canonical] = ("rating", (int(y.shape[0]), s_abs, s_sq, s_y, ys, ns))
+            if "rating" not in part.states:
+                part.states["rating"] = RatingRows.of_rows(y, pred)
+            state = part.states["rating"]
+            assert isinstance(state, RatingRows)
+            state.metrics += (m.canonical,)
             details[m.canonical] = info
             continue
         if y.shape[0] == 0 and not shard:
@@ -417,6 +640,90 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         rows = np.flatnonzero(user_sums[:, 0] > 0)
         part.per_user = per_user_frame(prep.t_grp.keys, rows, columns, prep.user_col)
     return part
+
+
+@dataclass
+class RatingRows(GlobalState):
+    """Rating metrics over rows (``mae``, ``mse``, ``rmse``, ``nmae``, ``r2``): the rows,
+    the exact expansions of sum |e|, sum e² and sum y, and as rows the distinct true ratings
+    with their counts (``key``, ``counts``): R²'s SS_tot is taken around the mean of every
+    row, known once every block is merged (the small part), then summed over the ratings
+    part by part (``spread="hash"``)."""
+
+    metrics: tuple[str, ...] = ()
+    n: int = 0
+    sums: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = field(
+        default_factory=lambda: ([], [], [])
+    )
+    ys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    ns: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), dtype=np.int64))
+    _pending: list[RatingRows] = field(default_factory=list, repr=False)
+    _sstot: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    @classmethod
+    def of_rows(cls, y: np.ndarray, pred: np.ndarray) -> RatingRows:
+        s_abs, s_sq, s_y = R.row_parts(y, pred)
+        ys, ns = np.unique(y, return_counts=True)
+        return cls((), int(y.shape[0]), ([s_abs], [s_sq], [s_y]), ys, ns.reshape(-1, 1))
+
+    def merge(self, other: RatingRows) -> RatingRows:
+        if other.metrics != self.metrics:
+            msg = "rating states of different metrics cannot merge"
+            raise ValueError(msg)
+        self.n += other.n
+        for mine, theirs in zip(self.sums, other.sums, strict=True):
+            mine.extend(theirs)
+        self._pending.extend([other, *other._pending])
+        other._pending = []
+        if len(self._pending) >= COMPACT:
+            self.compact()
+        return self
+
+    def compact(self) -> None:
+        for expansions in self.sums:
+            expansions[:] = compact_expansions(expansions)
+        if self._pending:
+            pieces = [self, *self._pending]
+            self._pending = []
+            self.ys, self.ns = sum_by_key(
+                np.concatenate([p.ys for p in pieces]), np.vstack([p.ns for p in pieces])
+            )
+
+    def rows(self) -> pl.DataFrame:
+        self.compact()
+        return state_rows(self.ys, self.ns)
+
+    def detach(self) -> RatingRows:
+        self.compact()
+        return RatingRows(self.metrics, self.n, tuple(list(e) for e in self.sums))  # type: ignore[arg-type]
+
+    def passes(self) -> int:
+        return 1
+
+    def mean(self) -> float:
+        """The mean true rating over every rated row (SS_tot is taken around it)."""
+        return total(np.concatenate([np.zeros(0), *self.sums[2]])) / self.n if self.n else 0.0
+
+    def reduce_part(self, step: int, rows: pl.DataFrame) -> np.ndarray:
+        """The expansion of SS_tot = sum (y - mean)² over the ratings of one part."""
+        ys, ns = sum_by_key(rows["key"].to_numpy(), counts_matrix(rows, 1))
+        d = np.asarray(ys, dtype=np.float64) - self.mean()
+        return parts_weighted(d * d, ns[:, 0])
+
+    def absorb(self, step: int, pieces: list[Any]) -> None:
+        self._sstot = np.concatenate([np.zeros(0), *pieces])
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float:
+        if self.n == 0:
+            return math.nan
+        s_abs, s_sq = (np.concatenate([np.zeros(0), *e]) for e in self.sums[:2])
+        sums = R.sums_from_parts(self.n, s_abs, s_sq, self._sstot)[None, :]
+        width = math.nan
+        if metric.spec.uses_rating_range:
+            lo, hi = info["rating_range"]
+            width = R.rating_width(lo, hi)
+        values, _ = R.values_from_sums(metric.name, sums, width)
+        return float(values[0])
 
 
 def _raise_infinite(prep: Prepared, recs_rows: np.ndarray, names: str) -> None:

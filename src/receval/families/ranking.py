@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numba
@@ -33,6 +33,7 @@ from receval.data.layout import (
     unify_ids,
 )
 from receval.families.contract import (
+    Context,
     NoRecsPolicy,
     Part,
     Prepared,
@@ -98,7 +99,7 @@ def prepare(
     relevance_threshold: float = 1.0,
     no_recs: NoRecsPolicy = "zero",
     id_type: IdTypeArg = "auto",
-    options: dict[str, Any] | None = None,
+    context: Context | None = None,
 ) -> tuple[Prepared, KernelOutput]:
     """Read, check, group and match ``truth`` and ``recs``; run the ranking kernel.
 
@@ -121,7 +122,7 @@ def prepare(
     ids = [user_col, item_col]
     t_frame, r_frame = check_inputs(
         t_raw, r_raw, ids=ids, relevance_col=relevance_col, order_col=order_col,
-        by_rank=rank_col is not None, allow_empty=bool((options or {}).get("_shard")),
+        by_rank=rank_col is not None, allow_empty=context is not None and context.shard,
     )  # fmt: skip
     kinds = check_id_type(id_type)
     id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
@@ -138,8 +139,16 @@ def prepare(
         user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
         by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
         no_recs=no_recs,
-        options={"has_relevance": has_relevance, "id_type": kinds, **(options or {})},
+        context=_completed(context or Context(), has_relevance, kinds),
     )  # fmt: skip
+
+
+def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Context:
+    """``context`` with the id kinds, and whether truth has a relevance column unless the
+    engine says (a shard's truth always has one)."""
+    if context.has_relevance is not None:
+        has_relevance = context.has_relevance
+    return replace(context, has_relevance=has_relevance, id_type=kinds)
 
 
 def match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
@@ -260,7 +269,7 @@ def match(
     ties: TiesPolicy,
     threshold: float,
     no_recs: NoRecsPolicy,
-    options: dict[str, Any],
+    context: Context,
 ) -> tuple[Prepared, KernelOutput]:
     t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
     r_order = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
@@ -322,7 +331,7 @@ def match(
         t_grp=t_grp, r_grp=r_grp, u2r=u2r, t_match=t_match, t_rel=t_rel, r_score=r_order,
         t_item=t_item, r_item=r_item, user_col=user_col, item_col=item_col,
         relevance_col=relevance_col, order_col=order_col, by_rank=by_rank, ties=ties,
-        threshold=threshold, no_recs=no_recs, counts=counts, options=options,
+        threshold=threshold, no_recs=no_recs, counts=counts, context=context,
     )  # fmt: skip
     return prep, KernelOutput(out, nrel, thr_idx, plan_args.ops)
 
@@ -399,7 +408,7 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
     counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
     user_col, no_recs = prep.user_col, prep.no_recs
     has_recs = u2r >= 0
-    shard = bool(prep.options.get("_shard"))
+    shard = prep.context.shard
     if counts.evaluated == 0 and not shard:
         raise InputError(no_evaluated_message(prep.threshold))
     in_any = (nrel[:, thr_idx] >= 1).any(axis=1)

@@ -1,202 +1,194 @@
-"""Mergeable states of the metrics that are not a plain mean of per-user values.
+"""The mergeable-state protocol of the metrics that are not a mean of per-user values.
 
-A state is built from one block of rows (whole users), merges exactly with the state of any
-other block (the order of blocks and how the rows were cut never changes a bit), and
-finishes into what the metric's value needs. The streaming evaluator
-(:mod:`receval.engines.stream`) keeps one of each while blocks arrive; memory is the state,
-not the rows:
+A metric such as ``auc`` over rows, ``coverage`` or ``r2`` over rows has no per-user value to
+average: its provider returns a :class:`GlobalState` in :attr:`Part.states
+<receval.families.contract.Part>`, and every engine moves, merges and finishes it through the
+methods below, never by the metric it serves:
 
-* :class:`ScoreHistogram`: ``auc`` and ``average_precision`` over rows. Each distinct score
-  with its positives and negatives at every relevance threshold: the exact pair counts of the
-  AUC and the exact terms of AP's sum follow from it, equal to those of the sorted rows.
-* :class:`ExposureCounts`: ``coverage``, ``gini``, ``entropy`` (and the items absent from
-  train of ``novelty``, ``arp``, ``long_tail``): per item id, in how many top-K lists it is.
-* :class:`RatingHistogram`: the distinct true ratings and their counts (SS_tot of ``r2`` over
-  rows is taken around the mean of every row).
+* the local engine finishes it in one process (:func:`receval.families.contract.merge`);
+* the streaming evaluator (:mod:`receval.engines.stream`) merges one state per block of
+  users: memory is the state, not the rows;
+* the sharded scheme (:mod:`receval.engines.shard`) and the Spark engine
+  (:mod:`receval.engines.spark`) ship each shard's detached state to the driver, move its rows
+  with their own shuffle (:attr:`GlobalState.spread`) and reduce them part by part, so that no
+  machine holds every row (``auc`` over 10^9 rows never brings its distinct scores to the
+  driver).
 
-Means of per-user values, and sums over rows (``logloss``, rating sums), merge as exact
-float expansions (:mod:`receval.kernels.exact`).
+The states themselves live with their family's provider: in
+:mod:`receval.families.pointwise`, ``ScoreHistogram`` (``auc`` and ``average_precision`` over
+rows), ``ConfusionCounts`` (thresholded rates) and ``RatingRows`` (rating metrics over rows);
+in :mod:`receval.families.beyond`, ``ExposureCounts`` (``coverage``, ``gini``, ``entropy``,
+and the items absent from train of ``novelty``, ``arp``, ``long_tail``). Sums over rows that
+are a plain mean (``logloss``) merge as exact float expansions (``Part.sums``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal, Self
 
 import numpy as np
 import polars as pl
 
-from receval.arrays import classification as C
 from receval.kernels.exact import parts
+from receval.metrics.registry import Metric
 
-__all__ = ["ExposureCounts", "RatingHistogram", "ScoreHistogram"]
+__all__ = [
+    "GlobalState",
+    "compact_expansions",
+    "counts_column",
+    "counts_matrix",
+    "cut_rows",
+    "finish_states",
+    "state_rows",
+    "sum_by_key",
+]
 
-_COMPACT = 8  # pending pieces merged into the main state when this many have arrived
+COMPACT = 8  # buffered merges folded into a state when this many have arrived
 
 
-def _split_sum(values: np.ndarray) -> int:
-    """The exact sum of non-negative int64 ``values`` as a Python int (no int64 overflow:
-    high and low 32-bit halves summed apart)."""
-    v = np.asarray(values, dtype=np.int64)
-    return int((v >> 32).sum()) * (1 << 32) + int((v & 0xFFFFFFFF).sum())
+class GlobalState(ABC):
+    """The mergeable state of metrics that are not a mean of per-user values.
 
+    A provider builds one from its block of rows (whole users) and puts it in
+    :attr:`Part.states <receval.families.contract.Part>`; engines use only this protocol:
 
-@dataclass
-class ScoreHistogram:
-    """Distinct scores (ascending) and, per relevance threshold ``j``, the positives
-    ``pos[j]`` and negatives ``neg[j]`` that have each score."""
+    * :meth:`merge` adds another block's state exactly (the order of blocks and how the rows
+      were cut never change a bit);
+    * :meth:`rows` is the part of the state that grows with the data, as rows ``key`` (a
+      float, integer or text key) and ``counts`` (``List(Int64)``, as many values in every
+      row); :meth:`detach` is the rest (small and picklable). A distributed engine ships the
+      detached states to its driver and moves the rows with its own shuffle, cut as
+      :attr:`spread` says (``"range"``: disjoint intervals of ``key``; ``"hash"``: equal
+      keys together), so that no machine holds every row;
+    * the rows are reduced in :meth:`passes` passes: :meth:`reduce_part` on each part of the
+      rows (on an executor; ``self`` is then the merged detached state), :meth:`absorb` of
+      every part's piece on the driver; :meth:`reduce_whole` does the same in one part;
+    * :meth:`finish` gives a metric's value (or completes its details) once reduced.
 
-    n_thresholds: int
-    scores: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    neg: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
-    _pending: list[ScoreHistogram] = field(default_factory=list, repr=False)
+    ``metrics`` holds the canonical names of the metrics the state finishes.
+    """
 
-    def __post_init__(self) -> None:
-        if self.pos.shape[0] != self.n_thresholds:
-            self.pos = np.zeros((self.n_thresholds, self.scores.size), dtype=np.int64)
-            self.neg = np.zeros((self.n_thresholds, self.scores.size), dtype=np.int64)
+    metrics: tuple[str, ...]
+    spread: ClassVar[Literal["range", "hash"]] = "hash"
 
-    @classmethod
-    def of_rows(cls, scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> ScoreHistogram:
-        """The state of scored rows: ``bits`` holds each row's label at threshold ``j`` in
-        bit ``j``."""
-        s = np.asarray(scores, dtype=np.float64) + 0.0  # -0.0 and 0.0 are one score
-        distinct, inverse = np.unique(s, return_inverse=True)
-        inverse = inverse.ravel()
-        pos = np.zeros((n_thresholds, distinct.size), dtype=np.int64)
-        neg = np.zeros((n_thresholds, distinct.size), dtype=np.int64)
-        for j in range(n_thresholds):
-            label = ((np.asarray(bits, dtype=np.int64) >> j) & 1).astype(np.bool_)
-            pos[j] = np.bincount(inverse[label], minlength=distinct.size)
-            neg[j] = np.bincount(inverse[~label], minlength=distinct.size)
-        return cls(n_thresholds, distinct, pos, neg)
+    @abstractmethod
+    def merge(self, other: Self) -> Self:
+        """Add ``other``'s blocks (in place; returns self)."""
 
-    def merge(self, other: ScoreHistogram) -> ScoreHistogram:
-        """Add ``other``'s rows (in place; returns self). Merging is deferred and done in
-        batches, so that many small blocks do not re-sort a large state each time."""
-        if other.n_thresholds != self.n_thresholds:
-            msg = "score histograms with different thresholds cannot merge"
-            raise ValueError(msg)
-        self._pending.extend([other, *other._pending])
-        other._pending = []
-        if len(self._pending) >= _COMPACT:
-            self.compact()
-        return self
-
-    def compact(self) -> None:
-        """Fold the pending states into the main arrays."""
-        if not self._pending:
-            return
-        pieces = [self, *self._pending]
-        self._pending = []
-        scores = np.concatenate([p.scores for p in pieces])
-        distinct, inverse = np.unique(scores, return_inverse=True)
-        inverse = inverse.ravel()
-        pos = np.zeros((self.n_thresholds, distinct.size), dtype=np.int64)
-        neg = np.zeros((self.n_thresholds, distinct.size), dtype=np.int64)
-        for j in range(self.n_thresholds):
-            np.add.at(pos[j], inverse, np.concatenate([p.pos[j] for p in pieces]))
-            np.add.at(neg[j], inverse, np.concatenate([p.neg[j] for p in pieces]))
-        self.scores, self.pos, self.neg = distinct, pos, neg
+    def compact(self) -> None:  # noqa: B027 - optional: only states that buffer merges fold
+        """Fold the merges buffered so far into the state (memory then stays bounded)."""
 
     @property
     def nbytes(self) -> int:
-        self.compact()
-        return int(self.scores.nbytes + self.pos.nbytes + self.neg.nbytes)
+        """About how many bytes the state holds."""
+        rows = self.rows()
+        return 0 if rows is None else int(rows.estimated_size())
 
-    def finish(self) -> tuple[list[tuple[int, int, int]], list[np.ndarray]]:
-        """Per threshold: (twice the (positive, negative) pairs won, a tie counting one;
-        positives; negatives), and the expansion of average precision's sum: the values
-        that sorting every row would give."""
-        self.compact()
-        scored: list[tuple[int, int, int]] = []
-        ap: list[np.ndarray] = []
-        for j in range(self.n_thresholds):
-            pos, neg = self.pos[j], self.neg[j]
-            neg_below = np.cumsum(neg) - neg  # negatives of lower scores
-            twice = _split_sum(pos * (2 * neg_below + neg))
-            scored.append((twice, int(pos.sum()), int(neg.sum())))
-            tps = np.cumsum(pos[::-1])  # rows scoring >= each distinct score, highest first
-            fps = np.cumsum(neg[::-1])
-            ap.append(C.ap_terms(tps, fps, 0, 0) if tps.size else np.zeros(0))
-        return scored, ap
+    def rows(self) -> pl.DataFrame | None:
+        """The state's rows (columns ``key`` and ``counts``), or None for a state without."""
+        return None
 
-
-@dataclass
-class ExposureCounts:
-    """Per item id: the top-K lists that hold it, and whether it is absent from train."""
-
-    item_col: str
-    frame: pl.DataFrame | None = None  # columns item_col, "n" (Int64), "absent" (Int64 0/1)
-    _pending: list[pl.DataFrame] = field(default_factory=list, repr=False)
-
-    def add(self, items: pl.Series, counts: np.ndarray, absent: np.ndarray) -> None:
-        """Add the exposure of ``items`` (ids) and their absent-from-train flags."""
-        piece = pl.DataFrame(
-            {
-                self.item_col: items,
-                "n": np.asarray(counts, dtype=np.int64),
-                "absent": np.asarray(absent, dtype=np.int64),
-            }
-        )
-        self._pending.append(piece)
-        if len(self._pending) >= _COMPACT:
-            self.compact()
-
-    def merge(self, other: ExposureCounts) -> ExposureCounts:
-        """Add ``other``'s exposure (in place; returns self)."""
-        if other.frame is not None:
-            self._pending.append(other.frame)
-        self._pending.extend(other._pending)
-        if len(self._pending) >= _COMPACT:
-            self.compact()
+    def detach(self) -> Self:
+        """The state without its rows: what a distributed engine ships to its driver."""
         return self
 
-    def compact(self) -> None:
-        if not self._pending:
-            return
-        pieces = ([self.frame] if self.frame is not None else []) + self._pending
-        self._pending = []
-        self.frame = (
-            pl.concat(pieces, how="vertical_relaxed")
-            .group_by(self.item_col)
-            .agg(pl.col("n").sum(), pl.col("absent").max())
-        )
+    def passes(self) -> int:
+        """How many passes over the rows :meth:`finish` needs (0: none)."""
+        return 0
 
-    def finish(self) -> tuple[np.ndarray, np.ndarray, int]:
-        """(distinct positive exposures ascending, how many items have each, items exposed
-        but absent from train)."""
-        self.compact()
-        if self.frame is None or self.frame.height == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return empty, empty, 0
-        exposed = self.frame.filter(pl.col("n") > 0)
-        hist = exposed.group_by("n").agg(pl.len().alias("items")).sort("n")
-        return (
-            hist["n"].to_numpy().astype(np.int64),
-            hist["items"].to_numpy().astype(np.int64),
-            int(exposed["absent"].sum()),
-        )
+    def reduce_part(self, step: int, rows: pl.DataFrame) -> Any:
+        """Pass ``step`` over one part of the rows (every row of each key it holds; the part
+        may hold several rows of a key, from several blocks): a small, picklable piece."""
+        msg = f"{type(self).__name__} has no rows to reduce"
+        raise NotImplementedError(msg)
+
+    def absorb(self, step: int, pieces: list[Any]) -> None:  # noqa: B027 - see passes
+        """Take the pieces of pass ``step`` from every part of the rows (none when there
+        was no row)."""
+
+    def reduce_whole(self) -> None:
+        """Every pass over all the rows, in this process."""
+        for step in range(self.passes()):
+            rows = self.rows()
+            assert rows is not None
+            self.absorb(step, [self.reduce_part(step, rows)] if rows.height else [])
+
+    @abstractmethod
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        """The value of ``metric`` once the rows are reduced (None: the metric's mean comes
+        from its per-user values; the state only completes its details ``info``)."""
 
 
-@dataclass
-class RatingHistogram:
-    """The distinct true ratings of every rated row and their counts."""
+def finish_states(
+    plan: tuple[Metric, ...],
+    states: dict[str, GlobalState],
+    means: dict[str, float],
+    details: dict[str, dict[str, Any]],
+) -> None:
+    """For each metric of ``plan`` that a state of ``states`` (reduced) finishes: its value
+    into ``means`` (unless the state only completes its details), in ``plan``'s order."""
+    owner = {name: state for state in states.values() for name in state.metrics}
+    for m in plan:
+        state = owner.get(m.canonical)
+        if state is None:
+            continue
+        value = state.finish(m, details.setdefault(m.canonical, {}))
+        if value is not None:
+            means[m.canonical] = value
 
-    ys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
-    ns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
-    def merge_counts(self, ys: np.ndarray, ns: np.ndarray) -> None:
-        both_y = np.concatenate([self.ys, np.asarray(ys, dtype=np.float64)])
-        both_n = np.concatenate([self.ns, np.asarray(ns, dtype=np.int64)])
-        distinct, inverse = np.unique(both_y, return_inverse=True)
-        counts = np.zeros(distinct.size, dtype=np.int64)
-        np.add.at(counts, inverse.ravel(), both_n)
-        self.ys, self.ns = distinct, counts
+# -------------------------------------------------------------------------------- rows
 
-    def merge(self, other: RatingHistogram) -> RatingHistogram:
-        self.merge_counts(other.ys, other.ns)
-        return self
+
+def counts_column(counts: np.ndarray) -> pl.Series:
+    """An int64 matrix (one row per state row) as the ``counts`` column of state rows."""
+    matrix = np.asarray(counts, dtype=np.int64)
+    if matrix.shape[0] == 0:
+        return pl.Series("counts", [], dtype=pl.List(pl.Int64))
+    return pl.Series("counts", matrix).cast(pl.List(pl.Int64))
+
+
+def counts_matrix(rows: pl.DataFrame, width: int) -> np.ndarray:
+    """The ``counts`` column of state rows as an int64 matrix of ``width`` columns."""
+    if rows.height == 0:
+        return np.zeros((0, width), dtype=np.int64)
+    flat = rows["counts"].explode().to_numpy().astype(np.int64)
+    return flat.reshape(rows.height, width)
+
+
+def state_rows(keys: pl.Series | np.ndarray, counts: np.ndarray) -> pl.DataFrame:
+    """State rows: ``keys`` (one per row) and their ``counts`` (an int64 matrix)."""
+    key = keys.alias("key") if isinstance(keys, pl.Series) else pl.Series("key", keys)
+    return pl.DataFrame([key, counts_column(counts)])
+
+
+def sum_by_key(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``keys`` ascending and, for each, the sum of its rows of ``counts`` (an
+    int64 matrix): equal keys from several blocks become one (a stable sort, then sums)."""
+    counts = np.asarray(counts, dtype=np.int64)
+    if keys.size == 0:
+        return keys[:0], counts[:0]
+    order = np.argsort(keys, kind="stable")
+    k = keys[order]
+    starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+    return k[starts], np.add.reduceat(counts[order], starts, axis=0)
+
+
+def cut_rows(rows: pl.DataFrame, spread: str, n_parts: int) -> list[pl.DataFrame]:
+    """State rows cut into at most ``n_parts`` non-empty parts as a distributed engine cuts
+    them: by quantiles of ``key`` (``spread="range"``: disjoint intervals, equal keys
+    together) or by a hash of ``key`` (``"hash"``)."""
+    if rows.height == 0:
+        return []
+    if spread == "range":
+        keys = rows["key"].to_numpy()
+        bounds = np.unique(np.quantile(keys, np.linspace(0, 1, n_parts + 1)[1:-1]))
+        which = np.searchsorted(bounds, keys, side="left")
+    else:
+        which = (rows["key"].hash(seed=0) % n_parts).to_numpy()
+    found = [rows.filter(pl.Series(which == j)) for j in range(n_parts)]
+    return [f for f in found if f.height]
 
 
 def compact_expansions(expansions: list[np.ndarray]) -> list[np.ndarray]:

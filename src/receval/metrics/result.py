@@ -75,6 +75,20 @@ class Result(Mapping[str, float]):
         self._counts = counts
         self._settings = settings
         self._details = details or {}
+        self._by_segment: pl.DataFrame | None = None
+        self._segments: dict[tuple[str, str | None], Result] = {}
+
+    def with_segments(
+        self, by_segment: pl.DataFrame, segments: Mapping[tuple[str, str | None], Result]
+    ) -> Result:
+        """This result with its results by segment (``evaluate(..., segments=...)``)."""
+        out = Result(
+            self._metrics, self._means, self._per_user, self._counts, self._settings,
+            self._details,
+        )  # fmt: skip
+        out._by_segment = by_segment
+        out._segments = dict(segments)
+        return out
 
     def __getitem__(self, name: str) -> float:
         if isinstance(name, str) and name in self._means:  # a canonical name: no parsing
@@ -128,9 +142,23 @@ class Result(Mapping[str, float]):
         metrics), the catalog used (``coverage``, ``gini``), ..."""
         return {k: dict(v) for k, v in self._details.items()}
 
+    @property
+    def by_segment(self) -> pl.DataFrame | None:
+        """The metrics by segment, when ``segments=`` was given (else None): one row per
+        segmentation, segment and metric: ``segmentation``, ``kind`` (``"user"`` or
+        ``"item"``), ``segment`` (null: ids the segmentation does not list), ``metric``,
+        ``value`` (null: no truth rows in the segment) and ``users`` (users with a value)."""
+        return self._by_segment
+
+    @property
+    def segments(self) -> dict[tuple[str, str | None], Result]:
+        """``(segmentation, segment)`` -> the :class:`Result` of that segment's rows alone
+        (per-user values, counts and details included); empty without ``segments=``."""
+        return dict(self._segments)
+
     def to_dict(self) -> dict[str, Any]:
         """``{"metrics": {...}, "counts": {...}, "settings": {...}}``, plus ``"details"``
-        when a metric has any."""
+        when a metric has any and ``"by_segment"`` (a list of rows) with ``segments=``."""
         doc: dict[str, Any] = {
             "metrics": dict(self._means),
             "counts": self._counts.to_dict(),
@@ -138,6 +166,8 @@ class Result(Mapping[str, float]):
         }
         if self._details:
             doc["details"] = self.details
+        if self._by_segment is not None:
+            doc["by_segment"] = self._by_segment.to_dicts()
         return doc
 
     def to_json(self, *, indent: int | None = 2) -> str:

@@ -1,0 +1,303 @@
+"""Numba kernels of the splitters (:mod:`receval.data.split`): each user's interactions put in
+order, then their repeated items dropped or their last ones held out.
+
+Layering: one ``@njit`` function per user (``_sorted_positions``, ``_dedupe_one``,
+``_holdout_one``), a ``nogil`` driver over one chunk of users, run on Python threads by
+:func:`receval.kernels.pools.run_chunks`, and a documented Python wrapper (:func:`order`,
+:func:`dedupe`, :func:`holdout`).
+
+Input layout: the rows grouped by user, ``rows[offsets[u]:offsets[u + 1]]`` being user ``u``'s
+row indices in input order; per row an order key ``time`` (int64: a timestamp's order key) and
+a tie key ``tie`` (int64: a seeded hash). A user's rows are ordered by ``(time, tie, row)``
+(``by_time``) or ``(tie, row)``: the row index decides only between rows whose keys are equal,
+that is rows identical in user, item and time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from receval.kernels.pools import run_chunks
+from receval.kernels.ranking import frozen as _frozen
+
+__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "dedupe", "holdout", "order"]
+
+DROPPED, TRAIN, TEST, VALIDATION = -1, 0, 1, 2
+"""The part of a row (:func:`holdout`'s output)."""
+_CHUNK = 1024
+"""Users per chunk."""
+_INSERTION = 16
+"""Runs up to this long are sorted by insertion."""
+
+
+@njit(cache=True, nogil=True)
+def _before(a: int, b: int, first: np.ndarray, second: np.ndarray, by_first: bool) -> bool:
+    """Whether position ``a`` comes before ``b``: by (first, second, position), or by
+    (second, position) when not ``by_first``."""
+    if by_first and first[a] != first[b]:
+        return bool(first[a] < first[b])
+    if second[a] != second[b]:
+        return bool(second[a] < second[b])
+    return a < b
+
+
+@njit(cache=True, nogil=True)
+def _sorted_positions(first: np.ndarray, second: np.ndarray, by_first: bool) -> np.ndarray:
+    """The positions 0..m-1 sorted by :func:`_before` (runs sorted by insertion, then merged;
+    the kernel's own loops, no NumPy sort to compile). The keys are the segment's own,
+    gathered into small contiguous arrays, so that the comparisons stay in cache."""
+    m = first.shape[0]
+    pos = np.arange(m)
+    for lo in range(0, m, _INSERTION):
+        hi = min(lo + _INSERTION, m)
+        for i in range(lo + 1, hi):
+            r = pos[i]
+            j = i - 1
+            while j >= lo and _before(r, pos[j], first, second, by_first):
+                pos[j + 1] = pos[j]
+                j -= 1
+            pos[j + 1] = r
+    if m <= _INSERTION:
+        return pos
+    src = pos
+    dst = np.empty_like(pos)
+    width = _INSERTION
+    while width < m:
+        for lo in range(0, m, 2 * width):
+            mid = min(lo + width, m)
+            hi = min(lo + 2 * width, m)
+            i, j, k = lo, mid, lo
+            if mid >= hi or not _before(src[mid], src[mid - 1], first, second, by_first):
+                dst[lo:hi] = src[lo:hi]  # already in order (or a lone run)
+                continue
+            while i < mid and j < hi:
+                if _before(src[j], src[i], first, second, by_first):
+                    dst[k] = src[j]
+                    j += 1
+                else:
+                    dst[k] = src[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                dst[k] = src[i]
+                i += 1
+                k += 1
+            while j < hi:
+                dst[k] = src[j]
+                j += 1
+                k += 1
+        src, dst = dst, src
+        width *= 2
+    return src
+
+
+@njit(cache=True, nogil=True)
+def _order_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    time: np.ndarray,
+    tie: np.ndarray,
+    by_time: bool,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        start, stop = offsets[u], offsets[u + 1]
+        seg = rows[start:stop].copy()
+        pos = _sorted_positions(time[seg], tie[seg], by_time)
+        for i in range(stop - start):
+            rows[start + i] = seg[pos[i]]
+
+
+def order(
+    offsets: np.ndarray, rows: np.ndarray, time: np.ndarray, tie: np.ndarray, by_time: bool
+) -> np.ndarray:
+    """The rows grouped by user (``rows[offsets[u]:offsets[u + 1]]``, each user's in input
+    order), each user's now in the order of ``(time, tie, row)`` (``by_time``) or
+    ``(tie, row)``: a new array."""
+    out = rows.copy()
+    n_users = offsets.shape[0] - 1
+    if n_users:
+        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+        args = (_frozen(offsets), out, _frozen(time), _frozen(tie), by_time)
+        run_chunks(_order_chunk, n_chunks, _CHUNK, *args)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _kept(rows: np.ndarray, start: int, stop: int, keep: np.ndarray) -> np.ndarray:
+    """The rows of ``rows[start:stop]`` that ``keep`` holds, in their order."""
+    m = 0
+    for i in range(start, stop):
+        if keep[rows[i]]:
+            m += 1
+    seg = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(start, stop):
+        if keep[rows[i]]:
+            seg[m] = rows[i]
+            m += 1
+    return seg
+
+
+@njit(cache=True, nogil=True)
+def _dedupe_one(seg: np.ndarray, items: np.ndarray, last: bool, keep: np.ndarray) -> int:
+    """Unset ``keep`` of every row of one user (``seg``, in the user's order) but the first
+    (``last``: the last) of each item; the number of rows unset."""
+    m = seg.shape[0]
+    keys = items[seg]
+    position = _sorted_positions(keys, np.arange(m), True)  # by (item, position)
+    dropped = 0
+    for i in range(m):
+        p = position[i]
+        same_before = i > 0 and keys[position[i - 1]] == keys[p]
+        same_after = i + 1 < m and keys[position[i + 1]] == keys[p]
+        if same_after if last else same_before:
+            keep[seg[p]] = False
+            dropped += 1
+    return dropped
+
+
+@njit(cache=True, nogil=True)
+def _dedupe_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    items: np.ndarray,
+    last: bool,
+    keep: np.ndarray,
+    dropped: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        seg = _kept(rows, offsets[u], offsets[u + 1], keep)
+        dropped[u] = _dedupe_one(seg, items, last, keep)
+
+
+def dedupe(
+    offsets: np.ndarray, rows: np.ndarray, items: np.ndarray, last: bool, keep: np.ndarray
+) -> int:
+    """Keep one row of each (user, item) pair: unset ``keep`` (in place) of the others.
+
+    ``rows``: grouped by user, each user's in their order (:func:`order`). ``items``: per row
+    an exact int64 key of the item (equal items, equal keys). Of a pair's rows, the first in
+    the user's order is kept (``last``: the last). Rows already unset in ``keep`` take no
+    part. Returns the number of rows unset.
+    """
+    n_users = offsets.shape[0] - 1
+    dropped = np.zeros(n_users, dtype=np.int64)
+    if n_users:
+        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+        args = (_frozen(offsets), _frozen(rows), _frozen(items), last, keep, dropped)
+        run_chunks(_dedupe_chunk, n_chunks, _CHUNK, *args)
+    return int(dropped.sum())
+
+
+@njit(cache=True, nogil=True)
+def _count(m: int, n: int, p: int, q: int) -> int:
+    """``n`` when it is given (> 0), else floor(p * m / q): a fraction p/q of m rows."""
+    if n > 0:
+        return n
+    return (p * m) // q
+
+
+@njit(cache=True, nogil=True)
+def _holdout_one(
+    seg: np.ndarray,
+    time: np.ndarray,
+    test: np.ndarray,
+    validation: np.ndarray,
+    together: bool,
+    drop_short: bool,
+    part: np.ndarray,
+) -> bool:
+    """Write the part of each of one user's rows; whether the user is too short for the
+    holdout (then every row is train, or dropped with ``drop_short``)."""
+    m = seg.shape[0]
+    if m == 0:
+        return False
+    n_test = _count(m, test[0], test[1], test[2])
+    n_val = _count(m, validation[0], validation[1], validation[2])
+    first_test = m - n_test  # the test part is seg[first_test:], validation before it
+    if together and n_test > 0 and first_test > 0:  # ties at the cut go to test
+        while first_test > 0 and time[seg[first_test - 1]] == time[seg[first_test]]:
+            first_test -= 1
+    first_val = first_test - n_val
+    if together and n_val > 0 and first_val > 0:
+        while first_val > 0 and time[seg[first_val - 1]] == time[seg[first_val]]:
+            first_val -= 1
+    if n_test == 0 or first_val < 1:  # no test row, or no train row left
+        fill = DROPPED if drop_short else TRAIN
+        for i in range(m):
+            part[seg[i]] = fill
+        return True
+    for i in range(m):
+        if i >= first_test:
+            part[seg[i]] = TEST
+        elif i >= first_val:
+            part[seg[i]] = VALIDATION
+        else:
+            part[seg[i]] = TRAIN
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _holdout_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    keep: np.ndarray,
+    time: np.ndarray,
+    test: np.ndarray,
+    validation: np.ndarray,
+    together: bool,
+    drop_short: bool,
+    part: np.ndarray,
+    short: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        seg = _kept(rows, offsets[u], offsets[u + 1], keep)
+        short[u] = _holdout_one(seg, time, test, validation, together, drop_short, part)
+
+
+def holdout(
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    keep: np.ndarray,
+    time: np.ndarray,
+    test: tuple[int, int, int],
+    validation: tuple[int, int, int],
+    *,
+    together: bool,
+    drop_short: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out the last rows of every user in their order (``rows`` as :func:`order` left
+    them).
+
+    ``test`` and ``validation`` are ``(n, p, q)``: ``n`` rows when ``n > 0``, else
+    floor(p * m / q) of a user's ``m`` rows (``(0, 0, 1)``: none). The last ones are test, the
+    ones before them validation, the rest train. ``together``: a test or validation part whose
+    first row ties in ``time`` with the row before it takes that row too (and so on), so that
+    no timestamp is cut in two. A user left without a test row or a train row is *short*:
+    every row of theirs is train (``drop_short``: dropped). Rows unset in ``keep`` take no
+    part (:data:`DROPPED`).
+
+    Returns ``(part, short)``: per row :data:`TRAIN`, :data:`TEST`, :data:`VALIDATION` or
+    :data:`DROPPED`; per user whether they were short.
+    """
+    n_users = offsets.shape[0] - 1
+    part = np.full(keep.shape[0], DROPPED, dtype=np.int8)
+    short = np.zeros(n_users, dtype=np.bool_)
+    if n_users:
+        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+        run_chunks(
+            _holdout_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(keep),
+            _frozen(time), np.asarray(test, dtype=np.int64),
+            np.asarray(validation, dtype=np.int64), together, drop_short, part, short,
+        )  # fmt: skip
+    return part, short
