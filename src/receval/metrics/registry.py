@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
-ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain"]
+ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain", "word"]
 Family = Literal["ranking", "classification", "rating", "beyond"]
 """What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
 labels (``classification``), predicted ratings (``rating``), or the lists themselves
@@ -153,6 +153,15 @@ class Param:
                 msg = f"{where} must be a number strictly between 0 and 1; got {value!r}."
                 raise MetricError(msg)
             return _as_number(value)
+        if self.kind == "word":  # a column name or a value of one, kept as given
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            if not isinstance(value, str) or not value:
+                msg = (
+                    f"{where} must be a word or a quoted text, e.g. genre or 'a b'; got {value!r}."
+                )
+                raise MetricError(msg)
+            return value
         if self.kind == "choice":
             if not isinstance(value, str) or value.lower() not in self.choices:
                 msg = f"{where} must be one of {', '.join(self.choices)}; got {value!r}."
@@ -223,6 +232,12 @@ class MetricSpec:
     one_item: OneItem | None = None
     """The metric's value with one relevant item per query (:data:`OneItem`): the metrics
     that declare one can be sampled and corrected (docs/sampled.md)."""
+    needs_history: bool = False
+    """Reads each user's own training items (``train=``): a distributed engine gives every
+    shard the train rows of its users, not only item popularity."""
+    needs_items: bool = False
+    """Reads item categories or groups from a column of the item table (``items=``): the
+    metric's ``by``, else the categorical columns of ``item_features``."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -1071,6 +1086,8 @@ def _beyond(
     aggregation: Aggregation = "user",
     needs_train: bool = False,
     needs_item_features: bool = False,
+    needs_history: bool = False,
+    needs_items: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -1086,8 +1103,10 @@ def _beyond(
             variants=variants,
             properties=properties,
             aggregation=aggregation,
-            needs_train=needs_train,
+            needs_train=needs_train or needs_history,
             needs_item_features=needs_item_features,
+            needs_history=needs_history,
+            needs_items=needs_items,
         )
     )
 
@@ -1189,4 +1208,208 @@ LONG_TAIL = _beyond(
     aliases=("long_tail_share",),
     references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
     needs_train=True,
+)
+
+
+# ------------------------------------- calibration, serendipity, exposure fairness (lists)
+# Per-user values of each list L@K (docs/calibration.md, docs/serendipity.md,
+# docs/fairness.md). Item categories and groups come from a column of the item table: `by`,
+# else the categorical columns of item_features; an item's categories share its weight.
+
+_BY = Param(
+    "by",
+    None,
+    "word",
+    "column of the item table holding each item's category or group (a list column: several, "
+    "sharing the item's weight); default: the categorical columns of item_features",
+)
+_PATIENCE = Param(
+    "patience",
+    0.5,
+    "fraction",
+    "attention of position j is patience^(j - 1) (the rank-biased precision browsing model)",
+)
+_NONNEG = frozenset({"nonnegative", "order_invariant"})
+
+MISCALIBRATION = _beyond(
+    "miscalibration",
+    "Steck's miscalibration: the KL divergence between the category distribution of the "
+    "user's train items and that of L@K, smoothed by alpha (users without train items with "
+    "a category have no value; 0 = calibrated).",
+    "sum_g p(g|u) ln(p(g|u) / ((1 - alpha) q(g|u) + alpha p(g|u))), p over the user's train "
+    "items, q over L@K, p(g|i) = 1 / |categories(i)|",
+    params=(
+        Param(
+            "alpha", 0.01, "fraction", "smoothing of the list's distribution toward the history's"
+        ),
+        _BY,
+    ),
+    aliases=("calibration_kl", "ckl"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=(
+        "Steck, Calibrated recommendations (RecSys 2018)",
+        "LibRec MiscalibrationEvaluator",
+    ),
+    variants=(
+        "uniform weights over the history and over L@K (Steck's unweighted form); natural log"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_items=True,
+)
+UNEXPECTEDNESS = _beyond(
+    "unexpectedness",
+    "Mean over L@K of 1 - the item's mean similarity to the user's train items (similarity "
+    "from item_features; users without train items with features have no value).",
+    "mean_{i in L@K} (1 - mean_{j in H_u} sim(i, j))",
+    aliases=("msr_unexpectedness",),
+    bounds=(0.0, 2.0),
+    references=(
+        "Zhang et al., Auralist (WSDM 2012)",
+        "Microsoft Recommenders serendipity (col_relevance=None: every item relevant)",
+    ),
+    variants=(
+        "equals Microsoft Recommenders user_serendipity / serendipity with every item "
+        "relevant (its default) and item_sim_measure=item_feature_vector when item_features "
+        "is that vector column"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_item_features=True,
+)
+SERENDIPITY = _beyond(
+    "serendipity",
+    "Microsoft Recommenders' serendipity: mean over L@K of the item's relevance (1 when in "
+    "truth with relevance >= rel, else 0) times its unexpectedness given the user's train "
+    "items (similarity from item_features).",
+    "mean_{i in L@K} rel(u, i) (1 - mean_{j in H_u} sim(i, j))",
+    params=(_REL,),
+    aliases=("msr_serendipity",),
+    bounds=(0.0, 2.0),
+    references=(
+        "Zhang et al., Auralist (WSDM 2012)",
+        "Microsoft Recommenders serendipity (python_evaluation)",
+    ),
+    variants=(
+        "equals Microsoft Recommenders serendipity with col_relevance = the 0/1 relevance; "
+        "pop_serendipity is RecTools' popularity-based definition"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_item_features=True,
+)
+POP_SERENDIPITY = _beyond(
+    "pop_serendipity",
+    "RecTools' serendipity: mean over L@K of the item's relevance times how much higher it "
+    "ranks in the list than in popularity (dense popularity rank over train items; items "
+    "absent from train have probability 0).",
+    "mean_{j <= K'} rel(u, i_j) max(0, (n + 1 - j) / n - pu(i_j)), pu(i) = (n + 1 - "
+    "poprank(i)) / n (0 outside train), n = |catalog|",
+    params=(_REL,),
+    aliases=("rectools_serendipity",),
+    references=(
+        "RecTools Serendipity",
+        "Lab41, Recommender systems: it's not all about the accuracy (2016)",
+    ),
+    variants=(
+        "equals RecTools Serendipity(k) with its catalog = receval's catalog and train "
+        "without repeated (user, item) rows (RecTools counts rows, receval distinct users)"
+    ),
+    needs_train=True,
+)
+AWRF = _beyond(
+    "awrf",
+    "Attention-weighted rank fairness of each list: the Jensen-Shannon divergence (bits) "
+    "between the attention-weighted group distribution of L@K and a target distribution "
+    "(0 = the list's attention matches the target).",
+    "JSD_2(e, p*), e_g = sum_j a_j p(g|i_j) / sum_j a_j, a_j = patience^(j-1) or "
+    "1 / log2(j + 1); p* = the groups' shares of the catalog, or uniform",
+    params=(
+        _BY,
+        Param(
+            "attention",
+            "geometric",
+            "choice",
+            "attention of position j: geometric = patience^(j - 1), log = 1 / log2(j + 1)",
+            choices=("geometric", "log"),
+        ),
+        _PATIENCE,
+        Param(
+            "target",
+            "catalog",
+            "choice",
+            "target distribution: catalog = each group's share of the catalog items, "
+            "uniform = 1 / (number of groups)",
+            choices=("catalog", "uniform"),
+        ),
+    ),
+    aliases=("attention_weighted_rank_fairness",),
+    higher_is_better=False,
+    references=(
+        "Sapiezynski et al., Quantifying the impact of user attention on fair group "
+        "representation in ranked lists (WWW 2019 Companion)",
+        "Raj & Ekstrand, Measuring fairness in ranked results (SIGIR 2022)",
+    ),
+    variants="the divergence itself (lower is fairer), as Raj & Ekstrand report AWRF",
+    needs_items=True,
+)
+_EE_PARAMS = (_REL, _PATIENCE)
+_EE_REFS = ("Diaz et al., Evaluating stochastic rankings with expected exposure (CIKM 2020)",)
+_EE_VARIANTS = (
+    "the stochastic ranking is the tie-aware expectation of the list (ties='expected': "
+    "uniform over the orders of tied items); the ideal ranks relevant items first, tied, "
+    "over the catalog"
+)
+EE_LOSS = _beyond(
+    "ee_loss",
+    "Expected exposure loss (EE-L): the squared distance between the items' expected "
+    "exposure in L@K and their exposure under the ideal stochastic ranking.",
+    "||eps - eps*||^2 = ee_disparity - 2 ee_relevance + ||eps*||^2",
+    params=_EE_PARAMS,
+    aliases=("expected_exposure", "ee_l"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+EE_DISPARITY = _beyond(
+    "ee_disparity",
+    "Expected exposure disparity (EE-D): the squared norm of the items' expected exposure "
+    "in L@K (lower = exposure spread more equally).",
+    "||eps||^2 = sum_i eps_i^2",
+    params=_EE_PARAMS,
+    aliases=("ee_d",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+EE_RELEVANCE = _beyond(
+    "ee_relevance",
+    "Expected exposure relevance (EE-R): the inner product of the items' expected exposure "
+    "in L@K with their ideal exposure.",
+    "eps . eps* = sum_i eps_i eps*_i",
+    params=_EE_PARAMS,
+    aliases=("ee_r",),
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+GROUP_SHARE = _beyond(
+    "group_share",
+    "Share of L@K in one item group (an item in several groups counts 1 / its number of "
+    "groups): the group counterpart of long_tail.",
+    "mean_{i in L@K} [g in groups(i)] / |groups(i)|",
+    params=(
+        _BY,
+        Param("group", None, "word", "the group (a value of the `by` column) whose share is taken"),
+    ),
+    aliases=("group_exposure_share",),
+    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
+    variants="long_tail@K is group_share with the head/tail split of train as the group",
+    needs_items=True,
 )
