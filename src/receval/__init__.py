@@ -57,6 +57,7 @@ from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate
 from receval.kernels import pools as _pools
 from receval.metrics.registry import Metric, MetricSpec, Param, list_metrics, parse_metric
 from receval.metrics.result import Counts, Result
+from receval.metrics.sampling import Sampling
 
 _pools.serialise_kernels()  # one kernel launch at a time where Numba's layer needs it
 
@@ -79,6 +80,7 @@ __all__ = [
     "Param",
     "RecevalError",
     "Result",
+    "Sampling",
     "ScoreModel",
     "Split",
     "SplitAudit",

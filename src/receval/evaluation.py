@@ -21,12 +21,14 @@ from receval.data.layout import IdTypeArg
 from receval.data.segments import resolve_segments
 from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
+from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
 from receval.engines.spark import _evaluate_spark, check_spark_options, is_spark_frame
 from receval.engines.stream import evaluate_stream
 from receval.families.contract import NoRecsPolicy, Options, TiesPolicy
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
+from receval.metrics.sampling import Sampling
 
 __all__ = ["Engine", "NoRecsPolicy", "TiesPolicy", "evaluate"]
 
@@ -62,6 +64,7 @@ def evaluate(
     excluded_truth: Literal["drop", "raise"] = "drop",
     progress: bool = False,
     segments: Any = None,
+    sampling: Sampling | None = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -177,6 +180,12 @@ def evaluate(
         their recs; an item segment's truth rows (ranking metrics count only its relevant
         items; beyond-accuracy metrics are not reported by item segment). Local engine and
         model sources (docs/segments.md).
+    sampling:
+        A :class:`receval.Sampling`: rank each relevant truth item against sampled negatives
+        instead of the whole catalog (from a model, or from ``recs`` as a candidates table:
+        each user's rows not in truth are the negatives), and report the sampled metrics or
+        their corrections under names that carry the protocol, e.g.
+        ``ndcg@10~rescale(100)`` (docs/sampled.md).
 
     Returns
     -------
@@ -210,6 +219,9 @@ def evaluate(
         no_recs=no_recs, train=train, items=items, item_features=item_features,
         rating_range=rating_range, id_type=id_type, columns=columns, input_format=input_format,
     )  # fmt: skip
+    if use_spark and sampling is not None:
+        msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
+        raise InputError(msg)
     if use_spark:
         if is_model(recs):
             msg = (
@@ -230,6 +242,14 @@ def evaluate(
             "and files."
         )
         raise InputError(msg)
+    if sampling is not None:
+        if engine == "stream":
+            msg = "sampling= runs on the local engine; leave engine= out."
+            raise InputError(msg)
+        return evaluate_sampled(
+            truth, recs, plan, sampling, options, exclude=exclude, candidates=candidates,
+            block_memory=block_memory, excluded_truth=excluded_truth, progress=progress,
+        )  # fmt: skip
     if is_model(recs):
         return evaluate_model(
             truth, recs, plan, options, exclude=exclude, candidates=candidates,

@@ -339,7 +339,8 @@ def test_demo_prints_every_default_metric() -> None:
         if m.startswith("novelty"):
             assert value > 0.0  # bits of self-information
         else:
-            assert 0.0 <= value <= 1.0
+            low, high = receval.parse_metric(m).spec.bounds
+            assert low <= value <= high
     assert "500 users" in out
 
 
@@ -358,7 +359,7 @@ def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc["metrics"]) == DEFAULT_METRICS + DEMO_BEYOND
-    assert doc["details"]["coverage@10"]["catalog"] == "truth+recs+train"
+    assert doc["details"]["coverage@10"]["catalog"] == "items"  # the generated item table
     assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
 
 
@@ -376,6 +377,7 @@ def test_demo_save_then_evaluate(tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0, err
     assert sorted(p.name for p in folder.iterdir()) == [
+        "items.parquet",
         "recs.parquet",
         "train.parquet",
         "truth.parquet",

@@ -294,7 +294,7 @@ def test_written_files_are_readable_by_others(files: dict[str, Path], tmp_path: 
         assert _mode(tmp_path / name) == 0o644, name
     code, _, err = _invoke(["demo", "--users", "50", "--save", tmp_path / "demo"])
     assert code == 0, err
-    for name in ("truth.parquet", "recs.parquet", "train.parquet"):
+    for name in ("truth.parquet", "recs.parquet", "train.parquet", "items.parquet"):
         assert _mode(tmp_path / "demo" / name) == 0o644, name
 
 

@@ -186,7 +186,7 @@ def tiny() -> dict[str, pl.DataFrame]:
         {
             "item": [10, 11, 12, 13, 14, 15],
             "vec": [[float(i), 1.0, -1.0, 0.5, 0.0, 2.0, 1.0, float(i % 3)] for i in range(6)],
-            "genre": ["a", "b", "a", "c", "b", "a"],
+            "genre": ["g1", "g2", "g1", "g3", "g2", "g1"],
         }
     )
     train = pl.DataFrame({"user": [1, 2, 6, 6], "item": [10, 10, 11, 15]})

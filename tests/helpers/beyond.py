@@ -131,7 +131,9 @@ def make_case(
         for item in rnd.sample(ids, size):
             rows.append((f"u{u}", item, float(rnd.randint(0, 3))))
     rnd.shuffle(rows)
+    # train users: t0..t9 (outside recs) and the first recs users (a history to compare with)
     train = [(f"t{rnd.randint(0, 9)}", rnd.choice(ids[:-3])) for _ in range(60)]
+    train += [(f"u{rnd.randint(0, n_users // 2)}", rnd.choice(ids[:-3])) for _ in range(20)]
     truth = {f"u{u}": {rnd.choice(ids): 1.0} for u in range(2, n_users + 3)}
     vectors = {i: [rnd.gauss(0, 1) for _ in range(4)] for i in ids}
     genres = {i: {f"g{rnd.randint(0, 3)}"} | {f"g{rnd.randint(0, 5)}"} for i in ids}

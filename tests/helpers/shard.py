@@ -178,7 +178,11 @@ def frame(rows: list[tuple[Hashable, Hashable, float]], value: str) -> pl.DataFr
 def requests(spec: MetricSpec, ks: tuple[int | None, ...] = KS) -> list[str]:
     """The spec with its defaults and with each parameter varied alone, at each cutoff."""
     variants = [""]
+    if spec.name in NAMED:  # metrics that name a column of the item table (and a group)
+        variants = [f"({NAMED[spec.name]})"]
     for p in spec.params:
+        if p.kind == "word":
+            continue  # set by NAMED
         if p.kind == "threshold":
             values = ["2"]
         elif p.kind == "positive":
@@ -193,16 +197,21 @@ def requests(spec: MetricSpec, ks: tuple[int | None, ...] = KS) -> list[str]:
             values = [*(c for c in p.choices if c != p.default), GAIN_MAP]
         else:
             pytest.fail(f"no sample values for parameter kind {p.kind!r} of {spec.name}")
-        variants += [f"({p.name}={v})" for v in values]
+        base = NAMED.get(spec.name)
+        variants += [f"({base + ', ' if base else ''}{p.name}={v})" for v in values]
     cuts = ks if spec.cutoff else (None,)
     return [spec.name + v + ("" if k is None else f"@{k}") for v in variants for k in cuts]
+
+
+NAMED = {"miscalibration": "by=genre", "awrf": "by=genre", "group_share": "by=genre, group=g1"}
+"""The item-table column (and group) of the metrics that read one: the items' genre."""
 
 
 def family_metrics(family: str, ks: tuple[int | None, ...] = KS) -> list[str]:
     return [m for s in receval.list_metrics() if s.family == family for m in requests(s, ks)]
 
 
-SIMILARITY = ("ils", "diversity")
+SIMILARITY = ("ils", "diversity", "unexpectedness", "serendipity")
 
 
 def groups(

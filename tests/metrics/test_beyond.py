@@ -402,7 +402,9 @@ def test_items_as_a_dict_is_rejected() -> None:
 def test_registry_declarations_of_the_family() -> None:
     specs = {s.name: s for s in receval.list_metrics() if s.family == "beyond"}
     assert set(specs) == {"coverage", "ils", "diversity", "novelty", "arp", "gini", "entropy",
-                          "long_tail"}  # fmt: skip
+                          "long_tail", "miscalibration", "unexpectedness", "serendipity",
+                          "pop_serendipity", "awrf", "ee_loss", "ee_disparity", "ee_relevance",
+                          "group_share"}  # fmt: skip
     assert receval.parse_metric("long_tail_share(head=0.2)@10").canonical == "long_tail@10"
     assert receval.parse_metric("item_coverage@5").canonical == "coverage@5"
     assert not specs["ils"].higher_is_better

@@ -137,24 +137,29 @@ PARAM_KINDS = {
     "ranking": {"threshold", "positive", "choice", "gain"},
     "classification": {"threshold", "positive", "number", "choice"},
     "rating": {"threshold", "positive", "number", "choice"},
-    "beyond": {"fraction"},
+    "beyond": {"fraction", "choice", "threshold", "word"},
 }
+# the item-table column (and group) of the beyond metrics that read one (helpers.beyond data)
+NAMED = {"miscalibration": "by=genres", "awrf": "by=genres", "group_share": "by=year, group=2000"}
 
 
 def requests(spec: MetricSpec, ks: tuple[int | None, ...] = (None, 1, 3, 20)) -> list[str]:
     """Canonical strings: the defaults and each parameter varied alone, at each cutoff (a metric
     without cutoff: once)."""
-    variants = [""]
+    base = NAMED.get(spec.name)
+    variants = [f"({base})"] if base else [""]
     for p in spec.params:
         if p.kind not in PARAM_KINDS[spec.family]:
             pytest.fail(f"no sample values for parameter kind {p.kind!r} of {spec.name}")
+        if p.kind == "word":
+            continue  # set by NAMED
         if p.kind in ("choice", "gain"):
             values = [c for c in p.choices if c != p.default]
             if p.kind == "gain":
                 values.append(GAIN_MAP)
         else:
             values = SAMPLE_VALUES[p.kind]
-        variants += [f"({p.name}={v})" for v in values]
+        variants += [f"({base + ', ' if base else ''}{p.name}={v})" for v in values]
     cuts = ks if spec.cutoff else (None,)
     return [spec.name + v + ("" if k is None else f"@{k}") for v in variants for k in cuts]
 

@@ -143,6 +143,8 @@ def _sample_values(spec: MetricSpec) -> dict[str, list[str]]:
             out[p.name] = [c for c in p.choices if c != p.default]
         elif p.kind == "gain":
             out[p.name] = [c for c in p.choices if c != p.default] + ["{0: 0, 1: 1, 2: 3}"]
+        elif p.kind == "word":  # a column name or a value, as given (quoted when not a word)
+            out[p.name] = ["Genre", "'a b'"]
         else:  # pragma: no cover - a new kind must get sample values here
             pytest.fail(f"no sample values for parameter kind {p.kind!r} of {spec.name}")
     return out

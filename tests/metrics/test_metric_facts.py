@@ -69,8 +69,23 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "gini": ("global", frozenset()),
     "entropy": ("global", frozenset()),
     "long_tail": ("user", frozenset({"needs_train"})),
+    # calibration, serendipity, exposure fairness: each recs user's list
+    "miscalibration": ("user", frozenset({"needs_train", "needs_history", "needs_items"})),
+    "unexpectedness": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
+    "serendipity": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
+    "pop_serendipity": ("user", frozenset({"needs_train"})),
+    "awrf": ("user", frozenset({"needs_items"})),
+    "ee_loss": ("user", frozenset()),
+    "ee_disparity": ("user", frozenset()),
+    "ee_relevance": ("user", frozenset()),
+    "group_share": ("user", frozenset({"needs_items"})),
 }
-FLAGS = ("needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range")
+FLAGS = (
+    "needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range",
+    "needs_history", "needs_items",
+)  # fmt: skip
+# the item-table column (and group) of the metrics that read one, for the requests below
+NAMED = {"miscalibration": "by=genres", "awrf": "by=genre", "group_share": "by=genre, group=g0"}
 
 # requests whose parameters decide the aggregation, with the aggregation they get
 VARIANTS: dict[str, str] = {
@@ -91,7 +106,8 @@ DECIDED_BY = {"recall": "average", "gauc": "weight"} | {
 
 
 def request_of(spec: MetricSpec) -> str:
-    return f"{spec.name}@10" if spec.cutoff else spec.name
+    name = f"{spec.name}({NAMED[spec.name]})" if spec.name in NAMED else spec.name
+    return f"{name}@10" if spec.cutoff else name
 
 
 def test_the_table_names_every_registered_metric() -> None:

@@ -15,6 +15,7 @@ import random
 import subprocess
 import venv
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -113,3 +114,66 @@ def test_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> No
     for k in KS:
         assert ours[f"ndcg_k@{k}"] == pytest.approx(theirs[f"plain@{k}"], rel=1e-12, abs=1e-12)
         assert ours[f"ndcg@{k}"] == pytest.approx(theirs[f"achievable@{k}"], rel=1e-12)
+
+
+# ------------------------------------------------------------- Serendipity (pop_serendipity)
+
+_SERENDIPITY = """
+import json, sys
+import pandas as pd
+from rectools.metrics import Serendipity, calc_metrics
+data = json.load(open(sys.argv[1]))
+reco = pd.DataFrame(data["reco"], columns=["user_id", "item_id", "rank"])
+inter = pd.DataFrame(data["truth"], columns=["user_id", "item_id"])
+inter["weight"] = 1.0
+inter["datetime"] = pd.Timestamp("2026-01-01")
+prev = pd.DataFrame(data["train"], columns=["user_id", "item_id"])
+prev["weight"] = 1.0
+prev["datetime"] = pd.Timestamp("2025-01-01")
+metrics = {f"serendipity@{k}": Serendipity(k=k) for k in data["ks"]}
+out = {}
+for name, metric in metrics.items():
+    per_user = metric.calc_per_user(reco, inter, prev, data["catalog"])
+    out[name] = {str(u): float(v) for u, v in per_user.items()}
+print(json.dumps(out))
+"""
+
+
+def _serendipity_case(seed: int) -> dict[str, list[Any]]:
+    """Tie-free ranks; train without repeated (user, item) rows (RecTools counts rows)."""
+    rng = random.Random(seed)
+    truth, reco = _case(seed)
+    train = sorted({(rng.randrange(80), rng.randrange(35)) for _ in range(400)})
+    return {"truth": truth, "reco": reco, "train": [list(p) for p in train],
+            "catalog": list(range(45))}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pop_serendipity_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> None:
+    case = _serendipity_case(seed)
+    data = tmp_path / "case.json"
+    data.write_text(json.dumps({**case, "ks": list(KS)}), encoding="utf-8")
+    done = subprocess.run(
+        [str(rectools_python), "-c", _SERENDIPITY, str(data)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    theirs = json.loads(done.stdout)
+    ours = receval.evaluate(
+        pl.DataFrame(case["truth"], schema=["user", "item"], orient="row"),
+        pl.DataFrame(case["reco"], schema=["user", "item", "rank"], orient="row"),
+        [f"pop_serendipity@{k}" for k in KS], rank_col="rank",
+        train=pl.DataFrame(case["train"], schema=["user", "item"], orient="row"),
+        items=pl.DataFrame({"item": case["catalog"]}),
+    )  # fmt: skip
+    for k in KS:
+        got = per_user_values(ours, f"pop_serendipity@{k}")
+        want = theirs[f"serendipity@{k}"]
+        assert set(got) == set(want)
+        for user, value in want.items():
+            assert got[user] == pytest.approx(value, rel=1e-12, abs=1e-15), (k, user)
+
+
+def per_user_values(res: receval.Result, name: str) -> dict[str, float]:
+    frame = res.per_user.select("user", name)
+    return {str(u): v for u, v in frame.iter_rows()}

@@ -66,7 +66,7 @@ from receval.cli.compile_notice import compile_notice
 from receval.cli.config import TOPK_KEYS, load_config
 from receval.cli.model_io import factor_model, load_ids, model_options
 from receval.cli.split import register_split_commands
-from receval.data.datasets import make_interactions, make_train
+from receval.data.datasets import make_interactions, make_items, make_train
 from receval.data.io import check_output_path, check_outputs, write_frame
 from receval.data.layout import check_id_type
 from receval.engines import spark as spark_engine
@@ -74,11 +74,17 @@ from receval.engines.model import topk
 from receval.evaluation import evaluate
 from receval.metrics.registry import MetricSpec, list_metrics
 from receval.metrics.result import Result
+from receval.metrics.sampling import Sampling
 
 __all__ = ["app", "main"]
 
 DEFAULT_METRICS = ["ndcg@10", "map@100", "mrr", "recall@20", "precision@10", "hit_rate@10"]
-DEMO_BEYOND = ["coverage@10", "novelty@10", "gini@10"]  # the demo's lists judged against train
+# the demo's lists judged against train and the item table: coverage, novelty, popularity
+# bias, then one metric each of calibration, serendipity and exposure fairness
+DEMO_BEYOND = [
+    "coverage@10", "novelty@10", "gini@10", "miscalibration(by=genres)@10", "serendipity@10",
+    "awrf(by=genre)@10",
+]  # fmt: skip
 
 app = typer.Typer(
     name="receval",
@@ -224,6 +230,15 @@ def evaluate_cmd(
         ),
     ] = None,
     progress: ModelProgressOpt = None,
+    sampling: Annotated[
+        str | None,
+        typer.Option(
+            help="Rank each test item against sampled negatives instead of the whole catalog, "
+            "e.g. 'sampled(100)' (uncorrected) or 'rescale(100, seed=0)'; estimators rescale, "
+            "minimal_bias, bias_variance, mle; options seed, replace, distribution, gamma, "
+            "catalog_size (docs/sampled.md). With --recs, the file is a candidates table."
+        ),
+    ] = None,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10."),
@@ -295,6 +310,7 @@ def evaluate_cmd(
         "similarity": similarity.value if similarity else None, "exclude": exclude,
         "candidates": candidates, "block_memory": block_memory, "device": device,
         "excluded_truth": excluded_truth.value if excluded_truth else None,
+        "sampling": sampling,
     }  # fmt: skip
     flags.update(
         evaluate_options(
@@ -315,6 +331,8 @@ def evaluate_cmd(
                 msg = f"missing {flag} (give it on the command line or as {key!r} in --config)."
                 raise InputError(msg)
         model = _model_source(settings, engine)
+        if settings.get("sampling") is not None:
+            settings["sampling"] = Sampling.parse(settings["sampling"])
         fmt_value = settings.pop("format")
         check_choice("format", fmt_value, tuple(Format))
         out_format = Format(fmt_value)
@@ -578,7 +596,9 @@ def _metric_block(spec: MetricSpec) -> Text:
     text.append(f"  [{spec.family}]\n", style="dim")
     text.append(f"  {spec.description}\n  = {spec.formula}\n")
     for param in spec.params:
-        default = "evaluate's option" if param.default is None else str(param.default)
+        default = str(param.default)
+        if param.default is None:
+            default = "item_features" if param.name == "by" else "evaluate's option"
         choices = f" ({' | '.join(param.choices)})" if param.choices else ""
         text.append(f"  {param.name}={default}{choices}: {param.doc}\n")
     if spec.variants:
@@ -602,13 +622,14 @@ def demo_cmd(
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
     save: Annotated[
         Path | None,
-        typer.Option(help="Also write truth.parquet and recs.parquet into this folder."),
+        typer.Option(help="Also write truth, recs, train and items (Parquet) into this folder."),
     ] = None,
 ) -> None:
     """Generate realistic interaction data and evaluate a model's recommendations on it.
 
     Without --metric: the default ranking metrics, plus coverage, novelty and the Gini index of
-    the top-10 lists against a generated training set.
+    the top-10 lists against a generated training set, and their miscalibration, serendipity
+    and attention-weighted rank fairness against it and a generated item table.
     """
     try:
         check_integer("--users", users, 1)
@@ -616,11 +637,13 @@ def demo_cmd(
             data = make_interactions(users, n_recs=recs_per_user, seed=seed)
         n_items = max(1000, 10 * recs_per_user, users // 2)  # make_interactions' catalog
         train = make_train(users, n_items=n_items, seed=seed + 1)
+        items = make_items(n_items, dim=16, seed=seed + 2)
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
             write_frame(data.truth, save / "truth.parquet")
             write_frame(data.recs, save / "recs.parquet")
             write_frame(train, save / "train.parquet")
+            write_frame(items, save / "items.parquet")
         if fmt is Format.table:
             _out.print(
                 f"generated {data.truth.height:,} truth rows, {data.recs.height:,} "
@@ -635,7 +658,7 @@ def demo_cmd(
             warnings.filterwarnings("ignore", "[0-9]+ recommendation rows .* already has in train")
             res = evaluate(
                 data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
-                train=train,
+                train=train, items=items, item_features="embedding",
             )  # fmt: skip
         seconds = time.perf_counter() - start
     except (RecevalError, OSError) as exc:

@@ -357,6 +357,8 @@ def compare(
             step(f"evaluating {name}")
             with about(f"run {name!r}"):
                 results[name] = evaluate(truth, runs[name], plan, **options)
+        if options.get("sampling") is not None:  # the names carry the protocol: ndcg@10~...
+            plan = tuple(parse_metric(name) for name in results[base].metrics)
         step("bootstrap intervals and tests")
         rows = _rows(
             results, plan, base, user_col, test=test, confidence=confidence, ci=ci,

@@ -35,6 +35,7 @@ __all__ = [
     "best_models",
     "curve_figures",
     "describe_input",
+    "estimates_note",
     "format_p",
     "html_tables",
     "legend",
@@ -112,7 +113,20 @@ def legend(cmp: Comparison, *, best: str = "Bold") -> str:
         f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
         f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
         "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
-        "the paired users. A metric without per-user values has a mean only."
+        "the paired users. A metric without per-user values has a mean only." + estimates_note(cmp)
+    )
+
+
+def estimates_note(cmp: Comparison) -> str:
+    """A sentence on the sampled metrics of ``cmp`` (empty when none): they are estimates."""
+    tags = sorted({m.sampling.text for m in cmp.metric_specs if m.sampling is not None})
+    if not tags:
+        return ""
+    return (
+        f" Estimates: a metric named metric~estimator(m) ({', '.join(tags)}) ranks each test "
+        "item against m sampled negatives instead of the whole catalog (docs/sampled.md); "
+        "~sampled(m) is the metric on the sampled ranks, a biased stand-in for the "
+        "full-catalog metric, and the other estimators are corrected estimates of it."
     )
 
 
@@ -296,7 +310,7 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     note = (
         rf"$^{{{MARK}}}$ {latex_escape(_TEST[s['test']])} against "
         rf"{latex_escape(cmp.baseline)}, {corr} correction, adjusted $p \le {s['alpha']:g}$. "
-        r"Bold: best per metric."
+        r"Bold: best per metric." + latex_escape(estimates_note(cmp))
     )
     if ci:
         level = round(100 * s["confidence"], 6)
@@ -391,6 +405,10 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
         value = evaluated.get(key, options.get(key))
         if value is not None:
             facts.append((label, f"{value:g}" if isinstance(value, float) else str(value)))
+    sampling = evaluated.get("sampling")
+    if sampling:  # a sampled protocol: its draws are part of what was measured
+        shown = ", ".join(f"{k}={v}" for k, v in sampling.items() if v is not None)
+        facts.append(("sampling", shown))
     test = f"{_TEST[s['test']]}, two-sided"
     if s["test"] == "randomization":
         test += f", {s['n_permutations']} sign flips, seed {s['seed']}"
@@ -427,6 +445,8 @@ def curve_figures(cmp: Comparison) -> dict[str, Any]:
     classification = False
     for name in cmp.metrics:
         m = parse_metric(name)
+        if m.sampling is not None:  # no curve of a sampled estimate
+            continue
         classification |= m.spec.family == "classification"
         if m.spec.family == "ranking" and m.k is not None:
             base = m.canonical.rsplit("@", 1)[0]

@@ -71,7 +71,7 @@ __all__ = [
 
 _CONSTANT_DETAILS = {
     "catalog", "catalog_size", "similarity", "train_users", "head_items", "head_share",
-    "rating_range",
+    "rating_range", "categories", "groups", "items_without_group",
 }  # fmt: skip
 
 
@@ -362,6 +362,9 @@ class Sources:
     popularity: Callable[[Any], tuple[pl.DataFrame, int]]
     items: Callable[[Any], pl.DataFrame | None]
     item_ids: Callable[[], list[pl.Series]]
+    history: Callable[[Any], pl.DataFrame] | None = None
+    """train's distinct (user, item) pairs, item ids typed as recs' (for the metrics that
+    read each user's own train items: every shard keeps its users' rows)."""
 
 
 def build_context(plan: tuple[Metric, ...], options: Context, sources: Sources) -> Context:
@@ -382,6 +385,12 @@ def build_context(plan: tuple[Metric, ...], options: Context, sources: Sources) 
     B._check_inputs(beyond, options)
     train = options.train
     popularity = sources.popularity(train) if train is not None else None
+    if train is not None and any(m.spec.needs_history for m in beyond):
+        if sources.history is None:
+            names = [m.canonical for m in beyond if m.spec.needs_history]
+            msg = f"{names} read each user's train items, which this engine cannot ship."
+            raise InputError(msg)
+        out = replace(out, history=sources.history(train))
     items = sources.items(options.items)
     if items is not None:
         return replace(out, popularity=popularity, items=items)
@@ -415,10 +424,16 @@ def _local_sources(
         rel = t[spec.relevance_col].cast(pl.Float64)
         return float(rel.min()), float(rel.max())  # type: ignore[arg-type]
 
+    def history(data: Any) -> pl.DataFrame:
+        train = B.read_train(data, user_col, item_col, kind)
+        assert train is not None
+        return train
+
     return Sources(
         user_col, item_col, kind, truth_range, popularity,
         lambda data: B.read_items(data, user_col, item_col, kind, inputs=inputs),
         lambda: [t[item_col].cast(kind).unique(), r[item_col].cast(kind).unique()],
+        history,
     )  # fmt: skip
 
 

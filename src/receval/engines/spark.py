@@ -832,7 +832,18 @@ def _spark_sources(
         union = t.select("__i").unionByName(r.select("__i")).distinct()
         return [_collect_polars(union)["__i"].cast(kind)]
 
-    return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids)
+    def history(train: Any) -> pl.DataFrame:
+        """train's distinct pairs, collected to the driver and sent to every executor with
+        the shard spec (the metrics that read each user's train items need them)."""
+        if not is_spark_frame(train):
+            local = B.read_train(train, user_col, item_col, kind, kinds)
+            assert local is not None
+            return local
+        own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
+        pairs = _collect_polars(_spark_train(train, own_user, own_item, item_type, kinds))
+        return pairs.select(pl.col("__u").alias(user_col), pl.col("__i").cast(kind).alias(item_col))
+
+    return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids, history)
 
 
 def _spark_train(

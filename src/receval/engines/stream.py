@@ -463,10 +463,14 @@ class Evaluator:
             assert self._train is not None
             return B.train_popularity(self._train, user_col, item_col)
 
+        def history(_: Any) -> pl.DataFrame:
+            assert self._train is not None
+            return self._train
+
         sources = Sources(
             user_col, item_col, kind, truth_range, popularity,
             lambda data: B.read_items(data, user_col, item_col, kind, self._kinds, inputs),
-            lambda: [],
+            lambda: [], history,
         )  # fmt: skip
         context = build_context(self._plan, self._options, sources)
         source = "truth+recs" + ("+train" if train is not None else "")

@@ -103,6 +103,11 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         off, codes = ctx.top(m.k)
         name = m.name
         info: dict[str, Any] = {"users": n_users}
+        if name in _LISTS:  # calibration, serendipity, exposure fairness (docs/fairness.md)
+            values = _LISTS[name](m, ctx, info)
+            _per_user_values(part, m, values, info, columns)
+            details[m.canonical] = info
+            continue
         if m.is_global():
             info.update(catalog=ctx.catalog_source, catalog_size=ctx.n_catalog)
             if shard:  # exposure sums over every shard's users before it has a value
@@ -314,6 +319,13 @@ def _check_inputs(plan: tuple[Metric, ...], context: Context) -> None:
                 "train= (rows (user, item), same sources as truth; --train on the command line)."
             )
             raise InputError(msg)
+        if m.spec.needs_items and context.items is None:
+            msg = (
+                f"{m.canonical} reads item categories or groups from the item table; pass "
+                "items= (a frame or file with the item column and the column named by by=; "
+                "--items on the command line)."
+            )
+            raise InputError(msg)
         if m.spec.needs_item_features:
             features = context.item_features
             if features is None:
@@ -370,6 +382,8 @@ class _Context:
     items: pl.DataFrame | None
     tie: np.ndarray
     _tops: dict[int | None, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    _top_rows: dict[int | None, np.ndarray] = field(default_factory=dict)
+    _cache: dict[Any, Any] = field(default_factory=dict)  # the list metrics' shared inputs
     _exposure: dict[int | None, np.ndarray] = field(default_factory=dict)
     _pop: _Popularity | None = None
     _sim: dict[int | None, tuple[np.ndarray, str]] = field(default_factory=dict)
@@ -440,6 +454,7 @@ class _Context:
                 assert self.ids is not None
                 codes = _codes(self.catalog, self.ids[rows])  # every selected id is in it
             self._tops[k] = (off, codes)
+            self._top_rows[k] = rows
         return self._tops[k]
 
     def exposure(self, k: int | None) -> np.ndarray:
@@ -892,3 +907,407 @@ def _feature_sets(
     f_off = np.zeros(n_items + 1, dtype=np.int64)
     np.cumsum(counts, out=f_off[1:])
     return f_off, np.ascontiguousarray(pairs["f"].to_numpy(), dtype=np.int64)
+
+
+# ------------------------------------------- calibration, serendipity, exposure fairness
+# Per-user values of each list (docs/calibration.md, docs/serendipity.md, docs/fairness.md).
+# A user's history is their train items; categories and groups are (column, value) features
+# of the item table, an item's features sharing its weight equally.
+
+
+def _per_user_values(
+    part: Part, m: Metric, values: np.ndarray, info: dict[str, Any], columns: dict[str, Any]
+) -> None:
+    """A per-user column, its mean over the users with a value (NaN: no value) and its sums."""
+    kept = values[~np.isnan(values)]
+    columns[m.canonical] = values
+    part.sums[m.canonical] = (kept, int(kept.size))
+    info["users"] = int(kept.size)
+    if kept.size == 0:
+        warnings.warn(f"no recs user has a value of {m.canonical}; its mean is NaN.", stacklevel=5)
+    part.means[m.canonical] = math.fsum(kept) / kept.size if kept.size else math.nan
+
+
+def _row_codes(ctx: _Context, rows: np.ndarray) -> np.ndarray:
+    """Catalog codes of recs rows."""
+    if ctx.row_codes is not None:
+        return np.ascontiguousarray(ctx.row_codes[rows])
+    assert ctx.ids is not None
+    return _codes(ctx.catalog, ctx.ids[rows])
+
+
+def _relevant_rows(ctx: _Context, threshold: float) -> np.ndarray:
+    """Per recs row, 1.0 when truth holds its (user, item) with relevance >= threshold."""
+    prep = ctx.prep
+    out = np.zeros(prep.r_grp.frame.height, dtype=np.float64)
+    hit = (prep.t_match >= 0) & (prep.t_rel >= threshold)
+    out[prep.t_match[hit]] = 1.0
+    return out
+
+
+def _history(ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
+    """Each recs user's train items as catalog codes (-1: outside the catalog), CSR by the
+    recs users' order: ``(h_off, h_codes)``."""
+    if "history" not in ctx._cache:
+        prep = ctx.prep
+        user_col, item_col = prep.user_col, prep.item_col
+        train = ctx.train if ctx.train is not None else prep.context.history
+        assert train is not None  # checked by _check_inputs
+        users = pl.DataFrame({user_col: prep.r_grp.keys}).with_row_index("__u")
+        users, train = _join_types(users, train, user_col)
+        rows = train.select(user_col, item_col).join(users, on=user_col, how="inner")
+        rows = rows.sort("__u", item_col)
+        owner = rows["__u"].to_numpy().astype(np.int64)
+        h_off = np.zeros(prep.r_grp.n_users + 1, dtype=np.int64)
+        np.cumsum(np.bincount(owner, minlength=prep.r_grp.n_users), out=h_off[1:])
+        ctx._cache["history"] = (h_off, _codes(ctx.catalog, rows[item_col]))
+    return ctx._cache["history"]  # type: ignore[no-any-return]
+
+
+def _category_names(m: Metric, ctx: _Context) -> list[str]:
+    """The item table's columns that give ``m`` its categories: ``by``, else the categorical
+    columns of item_features."""
+    by = m.get("by")
+    if isinstance(by, str):
+        names = [by]
+    else:
+        features = ctx.prep.context.item_features
+        given = [features] if isinstance(features, str) else features
+        if (
+            not isinstance(given, list | tuple)
+            or not given
+            or not all(isinstance(n, str) for n in given)
+        ):
+            msg = (
+                f"{m.canonical} reads item categories from a column of items; pass by=COLUMN "
+                f"in the metric (e.g. {m.name}(by=genre)) or item_features= naming categorical "
+                f"columns; got item_features={features!r}."
+            )
+            raise InputError(msg)
+        names = list(given)
+    assert ctx.items is not None  # checked by _check_inputs
+    for name in names:
+        if name not in ctx.items.columns or name == ctx.prep.item_col:
+            msg = (
+                f"{m.canonical} reads categories from column {name!r}, which items does not "
+                f"have (columns found: {ctx.items.columns})."
+            )
+            raise InputError(msg)
+        if _is_vector(ctx.items.schema[name]):
+            msg = (
+                f"{m.canonical} reads categories from column {name!r}, a vector column; "
+                "expected a categorical column (values or lists of values), e.g. by=genre."
+            )
+            raise InputError(msg)
+    return list(names)
+
+
+@dataclass
+class _Sets:
+    """Features per catalog code (CSR, sorted codes): ``f_off``, ``feats``; their names
+    (``names[f - 1]``: ``"<column index>\\x1f<value>"``; codes run from 1) and the number of
+    catalog items without one."""
+
+    f_off: np.ndarray
+    feats: np.ndarray
+    names: list[str]
+    missing: int
+
+
+def _sets(ctx: _Context, names: list[str], role: str) -> _Sets:
+    """Feature sets of every catalog item that has one (items with a null value or an empty
+    list are left without, and counted in ``missing``)."""
+    key = ("sets", tuple(names))
+    if key not in ctx._cache:
+        items = ctx.items
+        assert items is not None
+        ok = pl.lit(True)
+        for name in names:
+            dtype = items.schema[name]
+            if isinstance(dtype, pl.List | pl.Array):
+                listed = pl.col(name).cast(pl.List(dtype.inner))
+                ok = ok & (listed.list.drop_nulls().list.len() > 0).fill_null(False)
+            else:
+                ok = ok & pl.col(name).is_not_null()
+        coded = items.with_row_index("__code__")
+        valid = coded.filter(ok)
+        f_off, feats = _feature_sets(valid, names, ctx.prep.item_col, items.height)
+        labels = _feature_labels(valid, names)
+        ctx._cache[key] = _Sets(f_off, feats, labels, items.height - valid.height)
+    sets: _Sets = ctx._cache[key]
+    return sets
+
+
+def _feature_labels(valid: pl.DataFrame, names: list[str]) -> list[str]:
+    """The feature names in the order of their codes in :func:`_feature_sets`."""
+    pieces = []
+    for j, name in enumerate(names):
+        col = valid[name]
+        frame = pl.DataFrame({"v": col})
+        if isinstance(col.dtype, pl.List | pl.Array):
+            frame = frame.explode("v").drop_nulls("v")
+        pieces.append(frame.select((pl.lit(f"{j}\x1f") + pl.col("v").cast(pl.String)).alias("f")))
+    return pl.concat(pieces).unique().sort("f")["f"].to_list()
+
+
+def _check_listed(m: Metric, ctx: _Context, sets: _Sets, codes: np.ndarray, what: str) -> None:
+    """Raise when a recommended item has no category (null, or an empty list)."""
+    empty = np.diff(sets.f_off)[codes] == 0
+    if empty.any():
+        bad = ctx.catalog.gather(np.unique(codes[empty])[:_SHOW]).to_list()
+        msg = (
+            f"{m.canonical} needs {what} for every recommended item; "
+            f"{int(np.unique(codes[empty]).size)} recommended item(s) have a null value or an "
+            f"empty list in the item table, e.g. {bad}."
+        )
+        raise InputError(msg)
+
+
+def _history_without(sets_empty: np.ndarray, h_codes: np.ndarray) -> int:
+    """History rows left out: items outside the catalog or without features."""
+    inside = h_codes >= 0
+    return int((~inside).sum() + sets_empty[h_codes[inside]].sum())
+
+
+def _miscalibration(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    off, codes = ctx.top(m.k)
+    names = _category_names(m, ctx)
+    sets = _sets(ctx, names, "a category")
+    _check_listed(m, ctx, sets, codes, "a category")
+    h_off, h_codes = _history(ctx)
+    values = BK.miscalibration(
+        h_off, h_codes, off, codes, sets.f_off, sets.feats, m.float_param("alpha")
+    )
+    info.update(
+        categories=len(sets.names),
+        history_rows_left_out=_history_without(np.diff(sets.f_off) == 0, h_codes),
+        no_history=int(np.isnan(values).sum()),
+    )
+    return values
+
+
+def _unexpected(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    """unexpectedness and serendipity (Microsoft Recommenders): similarity to the history."""
+    off, codes = ctx.top(m.k)
+    h_off, h_codes = _history(ctx)
+    rows = ctx._top_rows[m.k]
+    rel = (
+        _relevant_rows(ctx, ctx.prep.threshold_of(m))[rows]
+        if m.name == "serendipity"
+        else np.ones(rows.size, dtype=np.float64)
+    )
+    features = ctx.prep.context.item_features
+    if callable(features):
+        msg = (
+            f"{m.canonical} compares each recommended item with every train item of the user; "
+            "item_features must name columns of items (a vector column, or categorical "
+            "columns), not a function."
+        )
+        raise InputError(msg)
+    assert ctx.items is not None
+    if (
+        isinstance(features, str)
+        and features in ctx.items.columns
+        and _is_vector(ctx.items.schema[features])
+    ):
+        unit, has = _history_vectors(ctx, features, codes, h_codes)
+        unexp, seren = BK.unexpectedness_vectors(off, codes, rel, h_off, h_codes, unit, has)
+        kind = "cosine"
+        left_out = int((h_codes < 0).sum() + (~has[h_codes[h_codes >= 0]]).sum())
+    else:
+        names = [features] if isinstance(features, str) else list(features)
+        for name in names:
+            if name not in ctx.items.columns or name == ctx.prep.item_col:
+                msg = (
+                    f"item_features names column {name!r}, which items does not have as a "
+                    f"feature (columns found: {ctx.items.columns})."
+                )
+                raise InputError(msg)
+        sets = _sets(ctx, names, "features")
+        _check_listed(m, ctx, sets, codes, "item features")
+        unexp, seren = BK.unexpectedness_jaccard(
+            off, codes, rel, h_off, h_codes, sets.f_off, sets.feats
+        )
+        kind = "jaccard"
+        left_out = _history_without(np.diff(sets.f_off) == 0, h_codes)
+    values = seren if m.name == "serendipity" else unexp
+    info.update(
+        similarity=kind, history_rows_left_out=left_out, no_history=int(np.isnan(values).sum())
+    )
+    return values
+
+
+def _history_vectors(
+    ctx: _Context, col: str, codes: np.ndarray, h_codes: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors by catalog code of the recommended items (every one must have a valid
+    vector) and of the history items that have one (others left out): ``(unit, has)``."""
+    items = ctx.items
+    assert items is not None
+    item_col = ctx.prep.item_col
+    used = np.unique(codes)
+    coded = items.with_row_index("__code__")
+    strict = coded.filter(pl.col("__code__").is_in(used.tolist()))
+    unit = _unit_vectors(strict, col, item_col, items.height)
+    has = np.zeros(items.height, dtype=np.bool_)
+    has[used] = True
+    hist = np.setdiff1d(np.unique(h_codes[h_codes >= 0]), used)
+    if hist.size:
+        vec = pl.col(col)
+        dtype = items.schema[col]
+        if isinstance(dtype, pl.Array):
+            vec = vec.cast(pl.List(dtype.inner))
+        dim = unit.shape[1]
+        bad = pl.element().is_null() | ~pl.element().cast(pl.Float64).is_finite()
+        loose = coded.filter(pl.col("__code__").is_in(hist.tolist())).with_columns(vec.alias(col))
+        loose = loose.filter(
+            pl.col(col).is_not_null()
+            & (pl.col(col).list.len() == dim)
+            & ~pl.col(col).list.eval(bad).list.any()
+            & (pl.col(col).list.eval(pl.element().cast(pl.Float64) ** 2).list.sum() > 0)
+        )
+        if loose.height:
+            unit += _unit_vectors(loose, col, item_col, items.height)
+            has[loose["__code__"].to_numpy().astype(np.int64)] = True
+    return unit, has
+
+
+def _pop_serendipity(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    """RecTools' serendipity: relevance times max(0, list probability - popularity
+    probability), probabilities from ranks among the catalog's n items."""
+    off, codes = ctx.top(m.k)
+    rows = ctx._top_rows[m.k]
+    rel = _relevant_rows(ctx, ctx.prep.threshold_of(m))[rows]
+    pop = ctx.popularity()
+    n = float(ctx.n_catalog)
+    distinct = np.unique(pop.train_counts)[::-1]  # descending: dense rank 1 = most popular
+    rank = np.searchsorted(-distinct, -pop.counts) + 1.0
+    p_any = np.where(pop.counts > 0, (n + 1.0 - rank) / n, 0.0)  # absent from train: 0
+    position = np.arange(codes.size, dtype=np.float64) - np.repeat(off[:-1], np.diff(off)) + 1.0
+    row_values = rel * np.maximum((n + 1.0 - position) / n - p_any[codes], 0.0)
+    info.update(catalog_size=ctx.n_catalog, train_users=pop.n_users)
+    return np.add.reduceat(row_values, off[:-1]) / np.diff(off)
+
+
+def _exposure(m: Metric, ctx: _Context, geometric: bool) -> tuple[np.ndarray, ...]:
+    """Each user's exposed rows with their expected attention, and their catalog codes."""
+    key = ("exposure", m.k, geometric, m.float_param("patience"))
+    if key not in ctx._cache:
+        prep = ctx.prep
+        top_off, _ = ctx.top(m.k)
+        score = np.ascontiguousarray(prep.r_score, dtype=np.float64)
+        e_off, rows, att = BK.exposure_rows(
+            prep.r_grp.offsets, score, ctx.tie, top_off, ctx._top_rows[m.k],
+            negate=prep.by_rank, expected=prep.ties == "expected", geometric=geometric,
+            patience=m.float_param("patience"),
+        )  # fmt: skip
+        ctx._cache[key] = (e_off, rows, att, _row_codes(ctx, rows))
+    return ctx._cache[key]  # type: ignore[no-any-return]
+
+
+def _awrf(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    geometric = m.str_param("attention") == "geometric"
+    e_off, _, att, codes = _exposure(m, ctx, geometric)
+    sets = _sets(ctx, _category_names(m, ctx), "a group")
+    _check_listed(m, ctx, sets, codes, "a group")
+    n_groups = len(sets.names)  # feature codes run from 1 to n_groups
+    size = np.diff(sets.f_off)
+    weights = 1.0 / np.repeat(size, size).astype(np.float64)
+    if m.str_param("target") == "uniform":
+        target = np.full(n_groups + 1, 1.0 / n_groups)
+        target[0] = 0.0
+    else:  # each group's share of the catalog items that have a group
+        target = np.bincount(sets.feats, weights=weights, minlength=n_groups + 1)
+        target = target / int((size > 0).sum())
+    values = BK.awrf(e_off, codes, att, sets.f_off, sets.feats, weights, target)
+    info.update(groups=n_groups, items_without_group=sets.missing)
+    return values
+
+
+def _expected_exposure(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    """EE-L, EE-D or EE-R per user (Diaz et al. 2020), attention patience^(j-1)."""
+    prep = ctx.prep
+    gamma = m.float_param("patience")
+    e_off, rows, att, _ = _exposure(m, ctx, True)
+    threshold = prep.threshold_of(m)
+    rel = _relevant_rows(ctx, threshold)[rows]
+    n_users = prep.r_grp.n_users
+    # relevant truth items per recs user, and those outside the catalog (they widen it)
+    t_rel = (prep.t_rel >= threshold).astype(np.int64)
+    t_off = prep.t_grp.offsets
+    t_item = prep.t_grp.frame[prep.item_col]
+    outside = (_codes(ctx.catalog, t_item.cast(ctx.catalog.dtype)) < 0).astype(np.int64) * t_rel
+    per_truth = np.add.reduceat(t_rel, t_off[:-1]) if t_rel.size else np.zeros(0, np.int64)
+    out_truth = np.add.reduceat(outside, t_off[:-1]) if t_rel.size else np.zeros(0, np.int64)
+    has = prep.u2r >= 0
+    n_rel = np.zeros(n_users, dtype=np.float64)
+    n_out = np.zeros(n_users, dtype=np.float64)
+    n_rel[prep.u2r[has]] = per_truth[has]
+    n_out[prep.u2r[has]] = out_truth[has]
+    n = ctx.n_catalog + n_out  # the items each ideal ranking orders
+    depth = n if m.k is None else np.minimum(float(m.k), n)
+
+    def attention_to(j: np.ndarray) -> np.ndarray:  # sum of gamma^(i-1), i = 1..j
+        return (1.0 - gamma**j) / (1.0 - gamma)
+
+    top = attention_to(np.minimum(n_rel, depth))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ideal_rel = np.where(n_rel > 0, top / n_rel, 0.0)
+        ideal_other = np.where(n > n_rel, (attention_to(depth) - top) / (n - n_rel), 0.0)
+    owner = np.repeat(np.arange(n_users), np.diff(e_off))
+    target = np.where(rel > 0, ideal_rel[owner], ideal_other[owner])
+    disparity = np.add.reduceat(att * att, e_off[:-1])
+    relevance = np.add.reduceat(att * target, e_off[:-1])
+    info.update(catalog_size=ctx.n_catalog, no_relevant=int((n_rel == 0).sum()))
+    if m.name == "ee_disparity":
+        return disparity
+    if m.name == "ee_relevance":
+        return relevance
+    ideal = n_rel * ideal_rel**2 + (n - n_rel) * ideal_other**2
+    loss: np.ndarray = np.maximum(disparity - 2.0 * relevance + ideal, 0.0)
+    return loss
+
+
+def _group_share(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
+    off, codes = ctx.top(m.k)
+    names = _category_names(m, ctx)
+    group = m.get("group")
+    if len(names) != 1 or not isinstance(group, str):
+        msg = (
+            f"{m.canonical} takes the share of one group of one column; pass both in the "
+            f"metric, e.g. group_share(by=provider, group=p1)@10 (columns: {names})."
+        )
+        raise InputError(msg)
+    sets = _sets(ctx, names, "a group")
+    _check_listed(m, ctx, sets, codes, "a group")
+    label = f"0\x1f{group}"
+    if label not in sets.names:
+        known = [n.split("\x1f", 1)[1] for n in sets.names[:_SHOW]]
+        msg = (
+            f"{m.canonical}: no item of the item table is in group {group!r} of column "
+            f"{names[0]!r}; expected one of its values, e.g. {known}."
+        )
+        raise InputError(msg)
+    g = sets.names.index(label) + 1  # feature codes run from 1
+    size = np.diff(sets.f_off)
+    owner = np.repeat(np.arange(size.size), size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_item = np.bincount(
+            owner[sets.feats == g], weights=1.0 / size[owner[sets.feats == g]],
+            minlength=size.size,
+        )  # fmt: skip
+    info.update(groups=len(sets.names), items_without_group=sets.missing)
+    return np.add.reduceat(per_item[codes], off[:-1]) / np.diff(off)
+
+
+_LISTS: dict[str, Callable[[Metric, _Context, dict[str, Any]], np.ndarray]] = {
+    "miscalibration": _miscalibration,
+    "unexpectedness": _unexpected,
+    "serendipity": _unexpected,
+    "pop_serendipity": _pop_serendipity,
+    "awrf": _awrf,
+    "ee_loss": _expected_exposure,
+    "ee_disparity": _expected_exposure,
+    "ee_relevance": _expected_exposure,
+    "group_share": _group_share,
+}

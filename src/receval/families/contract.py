@@ -165,6 +165,9 @@ class Context:
         aggregated once over all of train.
     observed_range:
         Truth's (min, max) relevance over every shard (``nmae`` without ``rating_range``).
+    history:
+        Train's distinct (user, item) pairs, for the metrics that read each user's own train
+        items (``needs_history``) in a shard, which has no ``train`` (each keeps its users').
     """
 
     train: Any = None
@@ -180,6 +183,7 @@ class Context:
     catalog_source: str | None = None
     popularity: tuple[pl.DataFrame, int] | None = None
     observed_range: tuple[float, float] | None = None
+    history: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,19 @@ from numba import njit, prange
 from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import frozen as _frozen
 
-__all__ = ["ils_jaccard", "ils_vectors", "list_pairs", "lookup", "mark", "select_top"]
+__all__ = [
+    "awrf",
+    "exposure_rows",
+    "ils_jaccard",
+    "ils_vectors",
+    "list_pairs",
+    "lookup",
+    "mark",
+    "miscalibration",
+    "select_top",
+    "unexpectedness_jaccard",
+    "unexpectedness_vectors",
+]
 
 _SMALL = 32
 """Tops up to this long are kept by insertion into a sorted scratch list."""
@@ -412,3 +424,446 @@ def list_pairs(
     kernel: Any = _list_pairs
     keys = kernel(_frozen(offsets), _frozen(codes), int(n_items), _frozen(pair_off))
     return pair_off, keys
+
+
+# ------------------------------------------- exposure, calibration, unexpectedness (per list)
+
+
+@njit(cache=True, nogil=True)
+def _attention(j: int, geometric: bool, patience: float) -> float:
+    """Attention of position ``j`` (1-based): ``patience^(j-1)`` or ``1 / log2(j + 1)``."""
+    if geometric:
+        return float(patience ** (j - 1))
+    return float(1.0 / np.log2(j + 1.0))
+
+
+@njit(cache=True, nogil=True)
+def _extra_one(
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    top_off: np.ndarray,
+    top_rows: np.ndarray,
+    u: int,
+) -> int:
+    """How many rows of user ``u`` outside the top tie with its last row."""
+    stop = top_off[u + 1]
+    if stop == top_off[u] or stop - top_off[u] == offsets[u + 1] - offsets[u]:
+        return 0
+    last = top_rows[stop - 1]
+    s, t = sign * score[last], tie[last]
+    n = 0
+    for r in range(offsets[u], offsets[u + 1]):
+        if sign * score[r] == s and tie[r] > t:
+            n += 1
+    return n
+
+
+@njit(cache=True, parallel=True)
+def _exposure_counts(
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    top_off: np.ndarray,
+    top_rows: np.ndarray,
+) -> np.ndarray:
+    n_users = offsets.shape[0] - 1
+    out = np.empty(n_users, dtype=np.int64)
+    for u in prange(n_users):
+        out[u] = _extra_one(offsets, score, sign, tie, top_off, top_rows, u)
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _exposure_fill(
+    offsets: np.ndarray,
+    score: np.ndarray,
+    sign: float,
+    tie: np.ndarray,
+    top_off: np.ndarray,
+    top_rows: np.ndarray,
+    e_off: np.ndarray,
+    expected: bool,
+    geometric: bool,
+    patience: float,
+    rows: np.ndarray,
+    att: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in prange(n_users):
+        start, stop, pos = top_off[u], top_off[u + 1], e_off[u]
+        extra = (e_off[u + 1] - e_off[u]) - (stop - start)
+        p = start
+        while p < stop:  # runs of equal score (one run per position unless expected)
+            q = p + 1
+            if expected:
+                while q < stop and sign * score[top_rows[q]] == sign * score[top_rows[p]]:
+                    q += 1
+            total = 0.0
+            for j in range(p, q):
+                total += _attention(j - start + 1, geometric, patience)
+            size = q - p + (extra if q == stop else 0)
+            share = total / size
+            for j in range(p, q):
+                rows[pos + j - start] = top_rows[j]
+                att[pos + j - start] = share
+            if q == stop and extra > 0:  # tied rows past the cutoff share the run's attention
+                last = top_rows[stop - 1]
+                s, t = sign * score[last], tie[last]
+                w = pos + stop - start
+                for r in range(offsets[u], offsets[u + 1]):
+                    if sign * score[r] == s and tie[r] > t:
+                        rows[w] = r
+                        att[w] = share
+                        w += 1
+            p = q
+
+
+def exposure_rows(
+    offsets: np.ndarray,
+    score: np.ndarray,
+    tie: np.ndarray,
+    top_off: np.ndarray,
+    top_rows: np.ndarray,
+    *,
+    negate: bool,
+    expected: bool,
+    geometric: bool,
+    patience: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each user's exposed rows and their attention: ``(e_off, rows, attention)``.
+
+    The top rows (:func:`select_top`, best first) get the attention of their position
+    (``patience^(j-1)``, or ``1 / log2(j + 1)`` unless ``geometric``). With ``expected``, a run
+    of equal scores shares its positions' attention equally (the expectation over the orders
+    of tied items); a run at the cutoff shares it with the user's tied rows past the cutoff,
+    which are then exposed too (listed after the top).
+    """
+    sign = -1.0 if negate else 1.0
+    n_users = offsets.shape[0] - 1
+    lengths = np.diff(top_off)
+    if expected:
+        kernel: Any = _exposure_counts
+        args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), _frozen(top_off))
+        lengths = lengths + kernel(*args, _frozen(top_rows))
+    e_off = np.zeros(n_users + 1, dtype=np.int64)
+    np.cumsum(lengths, out=e_off[1:])
+    rows = np.empty(e_off[-1], dtype=np.int64)
+    att = np.empty(e_off[-1], dtype=np.float64)
+    fill: Any = _exposure_fill
+    fill(
+        _frozen(offsets), _frozen(score), sign, _frozen(tie), _frozen(top_off),
+        _frozen(top_rows), e_off, bool(expected), bool(geometric), float(patience), rows, att,
+    )  # fmt: skip
+    return e_off, rows, att
+
+
+@njit(cache=True, nogil=True)
+def _jsd_one(
+    start: int,
+    stop: int,
+    codes: np.ndarray,
+    att: np.ndarray,
+    g_off: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+    acc: np.ndarray,
+    touched: np.ndarray,
+) -> float:
+    """Jensen-Shannon divergence (bits) between one list's attention-weighted group
+    distribution and ``target``; ``acc`` (zeros) and ``touched`` are scratch."""
+    total = 0.0
+    n = 0
+    for r in range(start, stop):
+        total += att[r]
+        c = codes[r]
+        for x in range(g_off[c], g_off[c + 1]):
+            g = groups[x]
+            if acc[g] == 0.0:
+                touched[n] = g
+                n += 1
+            acc[g] += att[r] * weights[x]
+    if total == 0.0:
+        for t in range(n):
+            acc[touched[t]] = 0.0
+        return np.nan
+    inside = 0.0
+    s = 0.0
+    for t in range(n):
+        g = touched[t]
+        e = acc[g] / total
+        p = target[g]
+        acc[g] = 0.0
+        if e > 0.0:
+            s += e * np.log2(2.0 * e / (e + p))
+        if p > 0.0:
+            s += p * np.log2(2.0 * p / (e + p))
+            inside += p
+    s += max(0.0, 1.0 - inside)  # groups the list never shows: p log2(2p / p) = p each
+    return 0.5 * s
+
+
+@njit(cache=True, parallel=True)
+def _awrf(
+    e_off: np.ndarray,
+    codes: np.ndarray,
+    att: np.ndarray,
+    g_off: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+) -> np.ndarray:
+    n_users = e_off.shape[0] - 1
+    out = np.empty(n_users, dtype=np.float64)
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    for c in prange(n_chunks):
+        acc = np.zeros(target.shape[0], dtype=np.float64)
+        touched = np.empty(target.shape[0], dtype=np.int64)
+        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+            out[u] = _jsd_one(
+                e_off[u], e_off[u + 1], codes, att, g_off, groups, weights, target, acc, touched
+            )
+    return out
+
+
+def awrf(
+    e_off: np.ndarray,
+    codes: np.ndarray,
+    att: np.ndarray,
+    g_off: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+    target: np.ndarray,
+) -> np.ndarray:
+    """Per user, the Jensen-Shannon divergence (bits) between the attention-weighted group
+    distribution of its exposed items (``codes``, attention ``att``, user ``u``'s at
+    ``e_off[u]:e_off[u + 1]``) and ``target``. Item ``c``'s groups are
+    ``groups[g_off[c]:g_off[c + 1]]`` with weights (summing to 1) alongside."""
+    kernel: Any = _awrf
+    args = (_frozen(e_off), _frozen(codes), _frozen(att), _frozen(g_off), _frozen(groups))
+    return kernel(*args, _frozen(weights), _frozen(target))  # type: ignore[no-any-return]
+
+
+@njit(cache=True, nogil=True)
+def _kl_one(
+    h_start: int,
+    h_stop: int,
+    h_codes: np.ndarray,
+    l_start: int,
+    l_stop: int,
+    l_codes: np.ndarray,
+    f_off: np.ndarray,
+    feats: np.ndarray,
+    alpha: float,
+    p: np.ndarray,
+    q: np.ndarray,
+    touched: np.ndarray,
+) -> float:
+    """Steck's KL(p || (1 - alpha) q + alpha p) of one user (natural log); NaN when no
+    history item has a category. ``p``, ``q`` (zeros) and ``touched`` are scratch."""
+    n = 0
+    n_hist = 0
+    for r in range(h_start, h_stop):
+        c = h_codes[r]
+        if c < 0 or f_off[c + 1] == f_off[c]:
+            continue
+        n_hist += 1
+        w = 1.0 / (f_off[c + 1] - f_off[c])
+        for x in range(f_off[c], f_off[c + 1]):
+            g = feats[x]
+            if p[g] == 0.0 and q[g] == 0.0:
+                touched[n] = g
+                n += 1
+            p[g] += w
+    n_list = l_stop - l_start
+    for r in range(l_start, l_stop):
+        c = l_codes[r]
+        w = 1.0 / (f_off[c + 1] - f_off[c])
+        for x in range(f_off[c], f_off[c + 1]):
+            g = feats[x]
+            if p[g] == 0.0 and q[g] == 0.0:
+                touched[n] = g
+                n += 1
+            q[g] += w
+    kl = 0.0
+    for t in range(n):
+        g = touched[t]
+        if n_hist > 0 and p[g] > 0.0:
+            pg = p[g] / n_hist
+            qg = (1.0 - alpha) * (q[g] / n_list) + alpha * pg
+            kl += pg * np.log(pg / qg)
+        p[g] = 0.0
+        q[g] = 0.0
+    return kl if n_hist > 0 else np.nan
+
+
+@njit(cache=True, parallel=True)
+def _miscalibration(
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    f_off: np.ndarray,
+    feats: np.ndarray,
+    n_feats: int,
+    alpha: float,
+) -> np.ndarray:
+    n_users = l_off.shape[0] - 1
+    out = np.empty(n_users, dtype=np.float64)
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    for c in prange(n_chunks):
+        p = np.zeros(n_feats, dtype=np.float64)
+        q = np.zeros(n_feats, dtype=np.float64)
+        touched = np.empty(n_feats, dtype=np.int64)
+        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+            out[u] = _kl_one(
+                h_off[u], h_off[u + 1], h_codes, l_off[u], l_off[u + 1], l_codes, f_off, feats,
+                alpha, p, q, touched,
+            )  # fmt: skip
+    return out
+
+
+def miscalibration(
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    f_off: np.ndarray,
+    feats: np.ndarray,
+    alpha: float,
+) -> np.ndarray:
+    """Per user, Steck's miscalibration of the list ``l_codes[l_off[u]:...]`` against the
+    history ``h_codes[h_off[u]:...]`` (catalog codes, -1 or an item without category: left
+    out); item ``c``'s categories are ``feats[f_off[c]:f_off[c + 1]]``. NaN without history."""
+    n_feats = int(feats.max(initial=-1)) + 1
+    kernel: Any = _miscalibration
+    args = (_frozen(h_off), _frozen(h_codes), _frozen(l_off), _frozen(l_codes))
+    return kernel(*args, _frozen(f_off), _frozen(feats), n_feats, float(alpha))  # type: ignore[no-any-return]
+
+
+@njit(cache=True, parallel=True)
+def _unexpected_vectors(
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    rel: np.ndarray,
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    unit: np.ndarray,
+    has: np.ndarray,
+    out_u: np.ndarray,
+    out_s: np.ndarray,
+) -> None:
+    n_users = l_off.shape[0] - 1
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    d = unit.shape[1]
+    for c in prange(n_chunks):
+        acc = np.empty(d, dtype=np.float64)
+        for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+            acc[:] = 0.0
+            n_hist = 0
+            for r in range(h_off[u], h_off[u + 1]):
+                h = h_codes[r]
+                if h >= 0 and has[h]:
+                    n_hist += 1
+                    for t in range(d):
+                        acc[t] += unit[h, t]
+            if n_hist == 0 or l_off[u + 1] == l_off[u]:
+                out_u[u] = np.nan
+                out_s[u] = np.nan
+                continue
+            su = 0.0
+            ss = 0.0
+            for r in range(l_off[u], l_off[u + 1]):
+                dot = 0.0
+                for t in range(d):
+                    dot += unit[l_codes[r], t] * acc[t]
+                value = 1.0 - dot / n_hist
+                su += value
+                ss += rel[r] * value
+            n = l_off[u + 1] - l_off[u]
+            out_u[u] = su / n
+            out_s[u] = ss / n
+
+
+@njit(cache=True, parallel=True)
+def _unexpected_jaccard(
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    rel: np.ndarray,
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    f_off: np.ndarray,
+    feats: np.ndarray,
+    out_u: np.ndarray,
+    out_s: np.ndarray,
+) -> None:
+    n_users = l_off.shape[0] - 1
+    for u in prange(n_users):
+        n_hist = 0
+        for r in range(h_off[u], h_off[u + 1]):
+            h = h_codes[r]
+            if h >= 0 and f_off[h + 1] > f_off[h]:
+                n_hist += 1
+        if n_hist == 0 or l_off[u + 1] == l_off[u]:
+            out_u[u] = np.nan
+            out_s[u] = np.nan
+            continue
+        su = 0.0
+        ss = 0.0
+        for r in range(l_off[u], l_off[u + 1]):
+            total = 0.0
+            for x in range(h_off[u], h_off[u + 1]):
+                h = h_codes[x]
+                if h >= 0 and f_off[h + 1] > f_off[h]:
+                    total += _jaccard(l_codes[r], h, f_off, feats)
+            value = 1.0 - total / n_hist
+            su += value
+            ss += rel[r] * value
+        n = l_off[u + 1] - l_off[u]
+        out_u[u] = su / n
+        out_s[u] = ss / n
+
+
+def unexpectedness_vectors(
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    rel: np.ndarray,
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    unit: np.ndarray,
+    has: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per user, the mean over its list of ``1 - mean cosine to the history`` and the mean of
+    ``rel`` times that (``unit``: unit vectors by catalog code; history items with code -1 or
+    ``has`` false are left out; NaN without history): ``(unexpectedness, serendipity)``.
+    The mean cosine to the history is one dot product with the sum of its vectors."""
+    n_users = l_off.shape[0] - 1
+    out_u = np.empty(n_users, dtype=np.float64)
+    out_s = np.empty(n_users, dtype=np.float64)
+    kernel: Any = _unexpected_vectors
+    args = (_frozen(l_off), _frozen(l_codes), _frozen(rel), _frozen(h_off), _frozen(h_codes))
+    kernel(*args, _frozen(unit), _frozen(has), out_u, out_s)
+    return out_u, out_s
+
+
+def unexpectedness_jaccard(
+    l_off: np.ndarray,
+    l_codes: np.ndarray,
+    rel: np.ndarray,
+    h_off: np.ndarray,
+    h_codes: np.ndarray,
+    f_off: np.ndarray,
+    feats: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`unexpectedness_vectors` with the Jaccard index of feature sets (history items
+    without features are left out)."""
+    n_users = l_off.shape[0] - 1
+    out_u = np.empty(n_users, dtype=np.float64)
+    out_s = np.empty(n_users, dtype=np.float64)
+    kernel: Any = _unexpected_jaccard
+    args = (_frozen(l_off), _frozen(l_codes), _frozen(rel), _frozen(h_off), _frozen(h_codes))
+    kernel(*args, _frozen(f_off), _frozen(feats), out_u, out_s)
+    return out_u, out_s

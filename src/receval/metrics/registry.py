@@ -8,9 +8,10 @@ string names the metric in Python, on the command line and in config files.
 
 Grammar (parsed with :mod:`ast`, constants only)::
 
-    metric  := name [ "(" param ("," param)* ")" ] [ "@" K ]
+    metric  := name [ "(" param ("," param)* ")" ] [ "@" K ] [ "~" estimate ]
     param   := word "=" value
     value   := number | word | 'string' | "{" number ":" number, ... "}"
+    estimate := estimator "(" m ("," param)* ")"      (sampled metrics: docs/sampled.md)
 
 Examples
 --------
@@ -22,6 +23,8 @@ Examples
 'map(denominator=min)@100'
 >>> parse_metric("recall(rel=2, average=macro)@20").canonical
 'recall(rel=2)@20'
+>>> parse_metric("NDCG@10 ~ rescale(100)").canonical
+'ndcg@10~rescale(100)'
 >>> parse_metric("ndgc@10")
 Traceback (most recent call last):
 ...
@@ -42,11 +45,14 @@ from typing import Literal
 from receval._errors import MetricError
 
 __all__ = [
+    "ESTIMATORS",
     "Aggregation",
     "Family",
     "Metric",
     "MetricSpec",
+    "OneItem",
     "Param",
+    "SampleTag",
     "list_metrics",
     "parse_metric",
     "parse_metrics",
@@ -54,7 +60,7 @@ __all__ = [
 ]
 
 ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
-ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain"]
+ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain", "word"]
 Family = Literal["ranking", "classification", "rating", "beyond"]
 """What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
 labels (``classification``), predicted ratings (``rating``), or the lists themselves
@@ -65,6 +71,54 @@ Aggregation = Literal["user", "weighted", "global"]
 ``recall(average=micro)``: hits summed over users over |R| summed over users); ``global``,
 computed over every row or item at once, with no per-user values (``auc``, ``logloss``,
 ``coverage``, rating metrics over rows, ...)."""
+
+
+OneItem = Literal["dcg", "hit", "precision", "reciprocal", "auc"]
+"""A ranking metric's value for a query with exactly one relevant item at full rank ``r``
+among ``n`` candidates (docs/sampled.md): ``dcg`` ``1 / log2(r + 1)`` (ndcg), ``hit``
+``[r <= K]`` (recall, hit rate), ``precision`` ``[r <= K] / K``, ``reciprocal``
+``[r <= K] / r`` (mrr, map, arhr), ``auc`` ``(n - r) / (n - 1)``. The sampled-metric
+estimators correct the metrics that declare one."""
+
+ESTIMATORS = ("sampled", "rescale", "minimal_bias", "bias_variance", "mle")
+"""The names of a sampled metric's estimate: ``sampled`` (uncorrected), then the corrections."""
+DEFAULT_GAMMA = 0.01
+
+
+@dataclass(frozen=True)
+class SampleTag:
+    """How a sampled metric was estimated: the part after ``~`` in its name.
+
+    ``estimator`` is ``sampled`` (the metric on the sampled ranks, uncorrected) or a
+    correction (:data:`ESTIMATORS`); ``negatives`` the number m of sampled negatives per test
+    item; ``replace`` whether they are drawn with replacement; ``distribution`` ``uniform``
+    or ``popularity``; ``gamma`` the variance weight of ``bias_variance``. The canonical text
+    spells the defaults out only when they differ: ``rescale(100)``,
+    ``sampled(100, replace=true, distribution=popularity)``, ``bias_variance(100, gamma=0.1)``.
+    """
+
+    estimator: str
+    negatives: int
+    replace: bool = False
+    distribution: str = "uniform"
+    gamma: float = DEFAULT_GAMMA
+
+    @property
+    def text(self) -> str:
+        """The canonical text, e.g. ``rescale(100)``."""
+        parts = [str(self.negatives)]
+        if self.replace:
+            parts.append("replace=true")
+        if self.distribution != "uniform":
+            parts.append(f"distribution={self.distribution}")
+        if self.estimator == "bias_variance" and self.gamma != DEFAULT_GAMMA:
+            parts.append(f"gamma={self.gamma!r}")
+        return f"{self.estimator}({', '.join(parts)})"
+
+    @property
+    def corrected(self) -> bool:
+        """Whether the value estimates the full-catalog metric (not the raw sampled one)."""
+        return self.estimator != "sampled"
 
 
 @dataclass(frozen=True)
@@ -99,6 +153,15 @@ class Param:
                 msg = f"{where} must be a number strictly between 0 and 1; got {value!r}."
                 raise MetricError(msg)
             return _as_number(value)
+        if self.kind == "word":  # a column name or a value of one, kept as given
+            if isinstance(value, int) and not isinstance(value, bool):
+                value = str(value)
+            if not isinstance(value, str) or not value:
+                msg = (
+                    f"{where} must be a word or a quoted text, e.g. genre or 'a b'; got {value!r}."
+                )
+                raise MetricError(msg)
+            return value
         if self.kind == "choice":
             if not isinstance(value, str) or value.lower() not in self.choices:
                 msg = f"{where} must be one of {', '.join(self.choices)}; got {value!r}."
@@ -166,6 +229,15 @@ class MetricSpec:
     merges the rows in ranges of scores)."""
     uses_rating_range: bool = False
     """Reads the width of the rating scale (evaluate's ``rating_range``, else truth's)."""
+    one_item: OneItem | None = None
+    """The metric's value with one relevant item per query (:data:`OneItem`): the metrics
+    that declare one can be sampled and corrected (docs/sampled.md)."""
+    needs_history: bool = False
+    """Reads each user's own training items (``train=``): a distributed engine gives every
+    shard the train rows of its users, not only item popularity."""
+    needs_items: bool = False
+    """Reads item categories or groups from a column of the item table (``items=``): the
+    metric's ``by``, else the categorical columns of ``item_features``."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -195,6 +267,9 @@ class Metric:
     spec: MetricSpec
     values: tuple[tuple[str, ParamValue], ...]
     k: int | None
+    sampling: SampleTag | None = None
+    """For a sampled metric, how it was estimated (the ``~`` part of its name); None for a
+    metric computed on the full lists."""
 
     @property
     def name(self) -> str:
@@ -241,7 +316,10 @@ class Metric:
         return default if rel is None else self.float_param("rel")
 
     def aggregation(self) -> Aggregation:
-        """How this metric's value is made (:data:`Aggregation`) at its parameters."""
+        """How this metric's value is made (:data:`Aggregation`) at its parameters (a sampled
+        metric: the mean of per-user values)."""
+        if self.sampling is not None:
+            return "user"
         if self.spec.aggregation_by is None:
             return self.spec.aggregation
         name, table = self.spec.aggregation_by
@@ -270,7 +348,8 @@ class Metric:
             if p.name in given and given[p.name] != p.default
         ]
         text = self.spec.name + (f"({', '.join(parts)})" if parts else "")
-        return text + (f"@{self.k}" if self.k is not None else "")
+        text += f"@{self.k}" if self.k is not None else ""
+        return text + (f"~{self.sampling.text}" if self.sampling is not None else "")
 
     def __str__(self) -> str:
         return self.canonical
@@ -313,8 +392,9 @@ def parse_metric(text: str | Metric) -> Metric:
     if not isinstance(text, str):
         msg = f"a metric must be given as a string such as 'ndcg@10'; got {text!r}."
         raise MetricError(msg)
-    source = text.strip()
-    head, at, tail = source.partition("@")
+    source, tilde, estimate = text.strip().partition("~")
+    sampling = _parse_estimate(estimate.strip(), text) if tilde else None
+    head, at, tail = source.strip().partition("@")
     head = head.strip()
     paren = head.find("(")
     name_part = head if paren < 0 else head[:paren]
@@ -368,7 +448,53 @@ def parse_metric(text: str | Metric) -> Metric:
             raise MetricError(msg)
         k = _parse_k(spec, tail.strip(), text)
     ordered = tuple((p.name, values[p.name]) for p in spec.params if p.name in values)
-    return Metric(spec, ordered, k)
+    return Metric(spec, ordered, k, sampling)
+
+
+def _parse_estimate(text: str, source: str) -> SampleTag:
+    """The ``~`` part of a sampled metric's name: ``estimator(m[, replace=true]
+    [, distribution=popularity][, gamma=g])``."""
+    expected = (
+        f"the part after ~ in {source!r} must read estimator(m, ...), estimator one of "
+        f"{', '.join(ESTIMATORS)} and m the number of sampled negatives, e.g. "
+        "'ndcg@10~rescale(100)'"
+    )
+    try:
+        tree = ast.parse(text.lower(), mode="eval").body
+    except SyntaxError:
+        raise MetricError(expected + ".") from None
+    if not (
+        isinstance(tree, ast.Call)
+        and isinstance(tree.func, ast.Name)
+        and tree.func.id in ESTIMATORS
+        and len(tree.args) == 1
+        and isinstance(tree.args[0], ast.Constant)
+        and type(tree.args[0].value) is int
+        and tree.args[0].value >= 1
+    ):
+        raise MetricError(expected + f"; got {text!r}.")
+    given: dict[str, object] = {}
+    for kw in tree.keywords:
+        value = _literal(kw.value, source)
+        if kw.arg == "replace" and value in (True, False, "true", "false"):
+            given["replace"] = value in (True, "true")
+        elif kw.arg == "distribution" and value in ("uniform", "popularity"):
+            given["distribution"] = value
+        elif (
+            kw.arg == "gamma"
+            and tree.func.id == "bias_variance"
+            and type(value) in (int, float)
+            and 0 < float(value) < 1  # type: ignore[arg-type]
+        ):
+            given["gamma"] = float(value)  # type: ignore[arg-type]
+        else:
+            msg = (
+                f"{expected}; its options are replace=true|false, distribution=uniform|"
+                f"popularity and, for bias_variance, gamma (0 < gamma < 1); got "
+                f"{kw.arg}={value!r}."
+            )
+            raise MetricError(msg)
+    return SampleTag(tree.func.id, tree.args[0].value, **given)  # type: ignore[arg-type]
 
 
 def parse_metrics(metrics: str | Metric | Iterable[str | Metric]) -> tuple[Metric, ...]:
@@ -404,10 +530,11 @@ def _expand_cutoffs(item: str | Metric) -> list[str | Metric]:
     """``"ndcg@5,10,20"`` -> ``["ndcg@5", "ndcg@10", "ndcg@20"]``; anything else as it is."""
     if not isinstance(item, str):
         return [item]
-    head, at, tail = item.partition("@")
+    metric, tilde, estimate = item.partition("~")  # the estimate's own commas stay
+    head, at, tail = metric.partition("@")
     if not at or "," not in tail:
         return [item]
-    return [f"{head}@{k.strip()}" for k in tail.split(",")]
+    return [f"{head}@{k.strip()}{tilde}{estimate}" for k in tail.split(",")]
 
 
 MAX_K = 2**63 - 1  # cutoffs are 64-bit integers in the kernels
@@ -505,6 +632,7 @@ def _ranking(
     variants: str = "",
     properties: frozenset[str] = _BOUNDED,
     aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None,
+    one_item: OneItem | None = None,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -519,6 +647,7 @@ def _ranking(
             variants=variants,
             properties=properties,
             aggregation_by=aggregation_by,
+            one_item=one_item,
         )
     )
 
@@ -531,6 +660,7 @@ PRECISION = _ranking(
     references=("trec_eval P_K",),
     variants="equals trec_eval P_K and ranx precision@K",
     properties=frozenset({"bounded01", "order_invariant"}),
+    one_item="precision",
 )
 RECALL = _ranking(
     "recall",
@@ -551,6 +681,7 @@ RECALL = _ranking(
     variants="macro equals trec_eval recall_K and ranx recall@K",
     properties=frozenset({"bounded01", "order_invariant"}),
     aggregation_by=("average", (("macro", "user"), ("micro", "weighted"))),
+    one_item="hit",
 )
 F1 = _ranking(
     "f1",
@@ -574,6 +705,7 @@ HIT_RATE = _ranking(
     aliases=("hr", "success", "hit"),
     references=("trec_eval success_K",),
     variants="equals trec_eval success_K and ranx hit_rate@K",
+    one_item="hit",
 )
 MRR = _ranking(
     "mrr",
@@ -582,6 +714,7 @@ MRR = _ranking(
     aliases=("recip_rank", "rr"),
     references=("trec_eval recip_rank", "Voorhees, TREC-8 QA track (1999)"),
     variants="equals trec_eval recip_rank (no @K) and ranx mrr@K",
+    one_item="reciprocal",
 )
 ARHR = _ranking(
     "arhr",
@@ -591,6 +724,7 @@ ARHR = _ranking(
     variants="equals mrr@K when each user has one relevant item",
     bounds=(0.0, math.inf),
     properties=_UNBOUNDED,
+    one_item="reciprocal",
 )
 MAP = _ranking(
     "map",
@@ -610,6 +744,7 @@ MAP = _ranking(
     aliases=("ap",),
     references=("trec_eval map_cut_K", "ranx map@K"),
     variants="denominator=relevant equals trec_eval map / map_cut_K and ranx map@K",
+    one_item="reciprocal",
 )
 CG = _ranking(
     "cg",
@@ -640,6 +775,7 @@ NDCG = _ranking(
         "gain=linear equals trec_eval ndcg_cut_K, ranx ndcg@K and scikit-learn ndcg_score; "
         "gain=exp equals ranx ndcg_burges@K"
     ),
+    one_item="dcg",
 )
 NDCG_K = _ranking(
     "ndcg_k",
@@ -698,6 +834,7 @@ def _pointwise(
     thresholded: bool = False,
     ranks_rows: bool = False,
     uses_rating_range: bool = False,
+    one_item: OneItem | None = None,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -718,6 +855,7 @@ def _pointwise(
             thresholded=thresholded,
             ranks_rows=ranks_rows,
             uses_rating_range=uses_rating_range,
+            one_item=one_item,
         )
     )
 
@@ -733,6 +871,7 @@ AUC = _pointwise(
     variants="equals scikit-learn roc_auc_score (exact, average ranks over ties)",
     properties=frozenset({"bounded01", "score_transform_invariant"}),
     ranks_rows=True,
+    one_item="auc",
 )
 GAUC = _pointwise(
     "classification",
@@ -947,6 +1086,8 @@ def _beyond(
     aggregation: Aggregation = "user",
     needs_train: bool = False,
     needs_item_features: bool = False,
+    needs_history: bool = False,
+    needs_items: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -962,8 +1103,10 @@ def _beyond(
             variants=variants,
             properties=properties,
             aggregation=aggregation,
-            needs_train=needs_train,
+            needs_train=needs_train or needs_history,
             needs_item_features=needs_item_features,
+            needs_history=needs_history,
+            needs_items=needs_items,
         )
     )
 
@@ -1065,4 +1208,208 @@ LONG_TAIL = _beyond(
     aliases=("long_tail_share",),
     references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
     needs_train=True,
+)
+
+
+# ------------------------------------- calibration, serendipity, exposure fairness (lists)
+# Per-user values of each list L@K (docs/calibration.md, docs/serendipity.md,
+# docs/fairness.md). Item categories and groups come from a column of the item table: `by`,
+# else the categorical columns of item_features; an item's categories share its weight.
+
+_BY = Param(
+    "by",
+    None,
+    "word",
+    "column of the item table holding each item's category or group (a list column: several, "
+    "sharing the item's weight); default: the categorical columns of item_features",
+)
+_PATIENCE = Param(
+    "patience",
+    0.5,
+    "fraction",
+    "attention of position j is patience^(j - 1) (the rank-biased precision browsing model)",
+)
+_NONNEG = frozenset({"nonnegative", "order_invariant"})
+
+MISCALIBRATION = _beyond(
+    "miscalibration",
+    "Steck's miscalibration: the KL divergence between the category distribution of the "
+    "user's train items and that of L@K, smoothed by alpha (users without train items with "
+    "a category have no value; 0 = calibrated).",
+    "sum_g p(g|u) ln(p(g|u) / ((1 - alpha) q(g|u) + alpha p(g|u))), p over the user's train "
+    "items, q over L@K, p(g|i) = 1 / |categories(i)|",
+    params=(
+        Param(
+            "alpha", 0.01, "fraction", "smoothing of the list's distribution toward the history's"
+        ),
+        _BY,
+    ),
+    aliases=("calibration_kl", "ckl"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=(
+        "Steck, Calibrated recommendations (RecSys 2018)",
+        "LibRec MiscalibrationEvaluator",
+    ),
+    variants=(
+        "uniform weights over the history and over L@K (Steck's unweighted form); natural log"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_items=True,
+)
+UNEXPECTEDNESS = _beyond(
+    "unexpectedness",
+    "Mean over L@K of 1 - the item's mean similarity to the user's train items (similarity "
+    "from item_features; users without train items with features have no value).",
+    "mean_{i in L@K} (1 - mean_{j in H_u} sim(i, j))",
+    aliases=("msr_unexpectedness",),
+    bounds=(0.0, 2.0),
+    references=(
+        "Zhang et al., Auralist (WSDM 2012)",
+        "Microsoft Recommenders serendipity (col_relevance=None: every item relevant)",
+    ),
+    variants=(
+        "equals Microsoft Recommenders user_serendipity / serendipity with every item "
+        "relevant (its default) and item_sim_measure=item_feature_vector when item_features "
+        "is that vector column"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_item_features=True,
+)
+SERENDIPITY = _beyond(
+    "serendipity",
+    "Microsoft Recommenders' serendipity: mean over L@K of the item's relevance (1 when in "
+    "truth with relevance >= rel, else 0) times its unexpectedness given the user's train "
+    "items (similarity from item_features).",
+    "mean_{i in L@K} rel(u, i) (1 - mean_{j in H_u} sim(i, j))",
+    params=(_REL,),
+    aliases=("msr_serendipity",),
+    bounds=(0.0, 2.0),
+    references=(
+        "Zhang et al., Auralist (WSDM 2012)",
+        "Microsoft Recommenders serendipity (python_evaluation)",
+    ),
+    variants=(
+        "equals Microsoft Recommenders serendipity with col_relevance = the 0/1 relevance; "
+        "pop_serendipity is RecTools' popularity-based definition"
+    ),
+    properties=_NONNEG,
+    needs_history=True,
+    needs_item_features=True,
+)
+POP_SERENDIPITY = _beyond(
+    "pop_serendipity",
+    "RecTools' serendipity: mean over L@K of the item's relevance times how much higher it "
+    "ranks in the list than in popularity (dense popularity rank over train items; items "
+    "absent from train have probability 0).",
+    "mean_{j <= K'} rel(u, i_j) max(0, (n + 1 - j) / n - pu(i_j)), pu(i) = (n + 1 - "
+    "poprank(i)) / n (0 outside train), n = |catalog|",
+    params=(_REL,),
+    aliases=("rectools_serendipity",),
+    references=(
+        "RecTools Serendipity",
+        "Lab41, Recommender systems: it's not all about the accuracy (2016)",
+    ),
+    variants=(
+        "equals RecTools Serendipity(k) with its catalog = receval's catalog and train "
+        "without repeated (user, item) rows (RecTools counts rows, receval distinct users)"
+    ),
+    needs_train=True,
+)
+AWRF = _beyond(
+    "awrf",
+    "Attention-weighted rank fairness of each list: the Jensen-Shannon divergence (bits) "
+    "between the attention-weighted group distribution of L@K and a target distribution "
+    "(0 = the list's attention matches the target).",
+    "JSD_2(e, p*), e_g = sum_j a_j p(g|i_j) / sum_j a_j, a_j = patience^(j-1) or "
+    "1 / log2(j + 1); p* = the groups' shares of the catalog, or uniform",
+    params=(
+        _BY,
+        Param(
+            "attention",
+            "geometric",
+            "choice",
+            "attention of position j: geometric = patience^(j - 1), log = 1 / log2(j + 1)",
+            choices=("geometric", "log"),
+        ),
+        _PATIENCE,
+        Param(
+            "target",
+            "catalog",
+            "choice",
+            "target distribution: catalog = each group's share of the catalog items, "
+            "uniform = 1 / (number of groups)",
+            choices=("catalog", "uniform"),
+        ),
+    ),
+    aliases=("attention_weighted_rank_fairness",),
+    higher_is_better=False,
+    references=(
+        "Sapiezynski et al., Quantifying the impact of user attention on fair group "
+        "representation in ranked lists (WWW 2019 Companion)",
+        "Raj & Ekstrand, Measuring fairness in ranked results (SIGIR 2022)",
+    ),
+    variants="the divergence itself (lower is fairer), as Raj & Ekstrand report AWRF",
+    needs_items=True,
+)
+_EE_PARAMS = (_REL, _PATIENCE)
+_EE_REFS = ("Diaz et al., Evaluating stochastic rankings with expected exposure (CIKM 2020)",)
+_EE_VARIANTS = (
+    "the stochastic ranking is the tie-aware expectation of the list (ties='expected': "
+    "uniform over the orders of tied items); the ideal ranks relevant items first, tied, "
+    "over the catalog"
+)
+EE_LOSS = _beyond(
+    "ee_loss",
+    "Expected exposure loss (EE-L): the squared distance between the items' expected "
+    "exposure in L@K and their exposure under the ideal stochastic ranking.",
+    "||eps - eps*||^2 = ee_disparity - 2 ee_relevance + ||eps*||^2",
+    params=_EE_PARAMS,
+    aliases=("expected_exposure", "ee_l"),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+EE_DISPARITY = _beyond(
+    "ee_disparity",
+    "Expected exposure disparity (EE-D): the squared norm of the items' expected exposure "
+    "in L@K (lower = exposure spread more equally).",
+    "||eps||^2 = sum_i eps_i^2",
+    params=_EE_PARAMS,
+    aliases=("ee_d",),
+    higher_is_better=False,
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+EE_RELEVANCE = _beyond(
+    "ee_relevance",
+    "Expected exposure relevance (EE-R): the inner product of the items' expected exposure "
+    "in L@K with their ideal exposure.",
+    "eps . eps* = sum_i eps_i eps*_i",
+    params=_EE_PARAMS,
+    aliases=("ee_r",),
+    bounds=(0.0, math.inf),
+    references=_EE_REFS,
+    variants=_EE_VARIANTS,
+    properties=_NONNEG,
+)
+GROUP_SHARE = _beyond(
+    "group_share",
+    "Share of L@K in one item group (an item in several groups counts 1 / its number of "
+    "groups): the group counterpart of long_tail.",
+    "mean_{i in L@K} [g in groups(i)] / |groups(i)|",
+    params=(
+        _BY,
+        Param("group", None, "word", "the group (a value of the `by` column) whose share is taken"),
+    ),
+    aliases=("group_exposure_share",),
+    references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
+    variants="long_tail@K is group_share with the head/tail split of train as the group",
+    needs_items=True,
 )
