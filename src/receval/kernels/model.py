@@ -517,6 +517,7 @@ def _rank_chunk(
     itmp_buf = np.empty(nt_max, dtype=np.int64)
     ftmp_buf = np.empty(nt_max, dtype=np.float64)
     ideal_buf = np.empty(nt_max, dtype=np.float64)
+    cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
     for u in range(lo, hi):
         ts = t_off[u]
         te = t_off[u + 1]
@@ -550,9 +551,9 @@ def _rank_chunk(
             prel[i] = t_rel[a]
         gmem[ng] = nm
         _group_metrics(
-            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, ts, te, thresholds, ops, ks,
-            thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
-            ideal_buf,
+            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
+            ks, thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
+            ideal_buf, cbuf,
         )  # fmt: skip
 
 
