@@ -202,6 +202,9 @@ def value_of_list(
 # ------------------------------------------- cascade metrics and incomplete judgments
 
 CASCADE = ("err", "rbp", "rbp_residual", "bpref", "judged")
+# metrics that read whether an item is judged, not its relevance: ordering a tie by relevance
+# (ties="optimistic" / "pessimistic") does not bound them
+JUDGMENT_ONLY = ("rbp_residual", "judged")
 
 
 def cascade_value(
@@ -287,10 +290,12 @@ def orders(
     if ties == "trec":  # score descending, then item id descending as strings
         return [[item for item, _ in sorted(rows, key=lambda r: (r[1], str(r[0])), reverse=True)]]
     if ties in ("optimistic", "pessimistic"):
+        # relevance descending / ascending; equal relevance: judged items (in truth) first /
+        # last; then input order
         sign = -1.0 if ties == "optimistic" else 1.0
 
-        def key(row: tuple[Hashable, float]) -> tuple[float, float]:
-            return (-row[1], sign * rels.get(row[0], 0))
+        def key(row: tuple[Hashable, float]) -> tuple[float, float, float]:
+            return (-row[1], sign * rels.get(row[0], 0), sign * (row[0] in rels))
 
         return [[item for item, _ in sorted(rows, key=key)]]
     if ties == "expected":

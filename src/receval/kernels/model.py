@@ -444,26 +444,22 @@ def _positions(
         elif policy == POLICY_TREC:
             p += trec_before[a]
         elif policy != POLICY_EXPECTED:
-            # optimistic: relevance descending, pessimistic: ascending; equal relevance in
-            # catalog order; candidates outside truth have relevance 0
+            # optimistic: relevance descending, pessimistic: ascending; candidates outside
+            # truth have relevance 0 and come after (optimistic) or before (pessimistic) the
+            # truth items of relevance 0; otherwise equal relevance in catalog order
             sign = 1.0 if policy == POLICY_OPTIMISTIC else -1.0
             ra = sign * t_rel[a]
             truth_tied = 1
-            truth_first = 0
             for b in range(ts, te):
                 if b == a or not t_cand[b] or t_score[b] != t_score[a]:
                     continue
                 truth_tied += 1
                 rb = sign * t_rel[b]
-                if t_col[b] < t_col[a]:
-                    truth_first += 1
                 if rb > ra or (rb == ra and t_col[b] < t_col[a]):
                     p += 1
             zero = 0.0 * sign
-            if zero > ra:
-                p += tied[a] - truth_tied
-            elif zero == ra:
-                p += first_before[a] - truth_first
+            if zero > ra or (zero == ra and policy != POLICY_OPTIMISTIC):
+                p += tied[a] - truth_tied  # every tied candidate outside truth comes first
         pos[n] = p
         rows[n] = a
         n += 1

@@ -634,6 +634,16 @@ def _group_metrics(
             out[u, mi] = acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _reads_judgments(ops: np.ndarray) -> bool:
+    """Whether a metric of the plan reads which items are judged, not only their relevance
+    (rbp_residual, judged): ``optimistic`` / ``pessimistic`` then order equal relevance."""
+    for op in ops:
+        if op == OP_RBP_RESIDUAL or op == OP_JUDGED:
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
 def _score_user(
     u: int,
@@ -742,6 +752,12 @@ def _score_user(
             gstart[ng] = p
             ng += 1
         else:
+            if policy in (POLICY_OPTIMISTIC, POLICY_PESSIMISTIC) and _reads_judgments(ops):
+                # equal relevance: judged items first (optimistic) or last (pessimistic), by a
+                # stable sort before the sort by relevance
+                for a in range(p, q):
+                    tkey[a] = 1.0 if (prow[a] >= 0) == (policy == POLICY_OPTIMISTIC) else 0.0
+                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             if policy != POLICY_FIRST:
                 for a in range(p, q):
                     if policy == POLICY_TREC:
