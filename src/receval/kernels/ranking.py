@@ -638,8 +638,8 @@ def _group_metrics(
 def _reads_judgments(ops: np.ndarray) -> bool:
     """Whether a metric of the plan reads which items are judged, not only their relevance
     (rbp_residual, judged): ``optimistic`` / ``pessimistic`` then order equal relevance."""
-    for op in ops:
-        if op == OP_RBP_RESIDUAL or op == OP_JUDGED:
+    for op in ops:  # noqa: SIM110 (Numba compiles no generator for any())
+        if op in (OP_RBP_RESIDUAL, OP_JUDGED):
             return True
     return False
 
