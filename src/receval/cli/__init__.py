@@ -75,6 +75,7 @@ __all__ = ["app", "main"]
 
 DEFAULT_METRICS = ["ndcg@10", "map@100", "mrr", "recall@20", "precision@10", "hit_rate@10"]
 DEMO_BEYOND = ["coverage@10", "novelty@10", "gini@10"]  # the demo's lists judged against train
+DEMO_CASCADE = ["err(max_grade=5)@10"]  # a cascade metric on the demo's grades 1..5
 
 app = typer.Typer(
     name="receval",
@@ -568,8 +569,9 @@ def demo_cmd(
 ) -> None:
     """Generate realistic interaction data and evaluate a model's recommendations on it.
 
-    Without --metric: the default ranking metrics, plus coverage, novelty and the Gini index of
-    the top-10 lists against a generated training set.
+    Without --metric: the default ranking metrics, the expected reciprocal rank on the data's
+    grades 1..5, plus coverage, novelty and the Gini index of the top-10 lists against a
+    generated training set.
     """
     try:
         check_integer("--users", users, 1)
@@ -595,8 +597,8 @@ def demo_cmd(
             # repeating known items (the summary line counts it)
             warnings.filterwarnings("ignore", "[0-9]+ recommendation rows .* already has in train")
             res = evaluate(
-                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
-                train=train,
+                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND,
+                ties=ties.value, train=train,
             )  # fmt: skip
         seconds = time.perf_counter() - start
     except (RecevalError, OSError) as exc:
