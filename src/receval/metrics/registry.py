@@ -775,7 +775,10 @@ BPREF = _ranking(
         "Buckley & Voorhees, Retrieval evaluation with incomplete information (SIGIR 2004)",
         "trec_eval bpref",
     ),
-    variants="equals trec_eval bpref (pytrec_eval, ir_measures Bpref) and ranx bpref",
+    variants=(
+        "equals trec_eval bpref (pytrec_eval, ir_measures Bpref); with @K, trec_eval -M K. "
+        "ranx bpref drops relevance-0 judgments and is not matched"
+    ),
 )
 JUDGED = _ranking(
     "judged",
