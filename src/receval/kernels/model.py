@@ -31,8 +31,10 @@ from receval.kernels.ranking import (
     POLICY_FIRST,
     POLICY_OPTIMISTIC,
     POLICY_TREC,
+    _cascade_metrics,
     _group_metrics,
     _sort_desc,
+    cascade_flag,
     frozen,
 )
 
@@ -491,8 +493,10 @@ def _rank_chunk(
     log2p: np.ndarray,
     out: np.ndarray,
     nrel: np.ndarray,
+    cascade: np.ndarray | None,
 ) -> None:
-    """Users ``[ch * step, (ch + 1) * step)``: |R| per threshold and every ranking metric."""
+    """Users ``[ch * step, (ch + 1) * step)``: |R| per threshold and every ranking metric
+    (``cascade``: see :func:`receval.kernels.ranking.cascade_flag`)."""
     n_users = t_off.shape[0] - 1
     lo = min(ch * step, n_users)
     hi = min(lo + step, n_users)
@@ -547,10 +551,15 @@ def _rank_chunk(
             prel[i] = t_rel[a]
         gmem[ng] = nm
         _group_metrics(
-            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
-            ks, thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
-            ideal_buf, cbuf,
+            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, ts, te, thresholds, ops, ks,
+            thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
+            ideal_buf,
         )  # fmt: skip
+        if cascade is not None:  # pruned, with the call, when None
+            _cascade_metrics(
+                u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
+                ks, thr_idx, gain_idx, fpar, out, nrel, tkey, perm_buf, itmp_buf, cbuf,
+            )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -656,7 +665,8 @@ def rank_from_counts(
     out = np.empty((n_users, n_metrics), dtype=np.float64)
     nrel = np.empty((n_users, views[11].shape[0]), dtype=np.float64)
     step = (n_users + n_chunks - 1) // n_chunks
-    run_chunks(_rank_chunk, n_chunks, step, *views[:17], policy, views[17], out, nrel)
+    cascade = cascade_flag(views[12])
+    run_chunks(_rank_chunk, n_chunks, step, *views[:17], policy, views[17], out, nrel, cascade)
     return out, nrel
 
 

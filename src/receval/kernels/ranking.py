@@ -454,8 +454,8 @@ def _cascade_value(
     return acc / nr
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _group_metrics(
+@njit(cache=True, nogil=True)
+def _cascade_metrics(
     u: int,
     n: int,
     ng: int,
@@ -474,6 +474,56 @@ def _group_metrics(
     thr_idx: np.ndarray,
     gain_idx: np.ndarray,
     fpar: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    tkey: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    cbuf: np.ndarray,
+) -> None:
+    """The cascade metrics of user ``u`` (row ``u`` of ``out``) that :func:`_group_metrics`
+    left: users they evaluate, with recs (the same tie groups; ``t_rel``: truth relevance, for
+    bpref's judged non-relevant items; ``cbuf``: scratch of 2 * (truth rows) + 2 floats).
+
+    Callers reach it behind ``if cascade is not None``, ``cascade`` an argument that is None
+    when no cascade metric is asked for: Numba then prunes the call and never compiles this
+    code (a first run compiles the other metrics as fast as before).
+    """
+    if n == 0:
+        return
+    for mi in range(ops.shape[0]):
+        op = ops[mi]
+        if op < OP_ERR:
+            continue
+        c = thr_idx[mi]
+        nr = nrel[u, c]
+        if nr == 0:
+            continue
+        out[u, mi] = _cascade_value(
+            op, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds[c], nr,
+            ks[mi], gain_idx[mi], fpar[mi], tkey, perm_buf, itmp_buf, cbuf,
+        )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _group_metrics(
+    u: int,
+    n: int,
+    ng: int,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    t_gain: np.ndarray,
+    ts: int,
+    te: int,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
     log2p: np.ndarray,
     out: np.ndarray,
     nrel: np.ndarray,
@@ -482,7 +532,6 @@ def _group_metrics(
     itmp_buf: np.ndarray,
     ftmp_buf: np.ndarray,
     ideal_buf: np.ndarray,
-    cbuf: np.ndarray,
 ) -> None:
     """Every requested metric of user ``u`` (row ``u`` of ``out``) from its tie groups.
 
@@ -492,8 +541,10 @@ def _group_metrics(
     relevance). Positions of a group without a member hold non-truth items (relevance and gain
     0), so a group may list only its truth items (:mod:`receval.kernels.model`) or every item
     (:func:`_score_user`, ``gpos = gmem``): the sums are the same. ``nrel[u]`` holds |R| per
-    threshold; ``ts .. te`` are the user's truth rows (the ideal DCG, bpref's judged
-    non-relevant items, with ``t_rel``); ``cbuf`` is scratch for :func:`_cascade_value`.
+    threshold; ``ts .. te`` are the user's truth rows (the ideal DCG).
+
+    The cascade metrics (opcodes from ``OP_ERR`` on) get their value here only for a user they
+    do not evaluate (NaN) or without recs; :func:`_cascade_metrics` computes the others.
     """
     nt = te - ts
     # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
@@ -510,11 +561,7 @@ def _group_metrics(
         if n == 0:  # the residual of an empty list: p^K (1 without @K), else 0
             out[u, mi] = fpar[mi] ** ks[mi] if op == OP_RBP_RESIDUAL else 0.0
             continue
-        if op >= OP_ERR:
-            out[u, mi] = _cascade_value(
-                op, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thr, nr,
-                ks[mi], gain_idx[mi], fpar[mi], tkey, perm_buf, itmp_buf, cbuf,
-            )  # fmt: skip
+        if op >= OP_ERR:  # _cascade_metrics
             continue
         kk = ks[mi]
         if op == OP_R_PRECISION:
@@ -683,6 +730,7 @@ def _score_user(
     itmp_buf: np.ndarray,
     ftmp_buf: np.ndarray,
     ideal_buf: np.ndarray,
+    cascade: np.ndarray | None,
     cbuf: np.ndarray,
 ) -> int:
     ts = t_off[u]
@@ -776,10 +824,15 @@ def _score_user(
     for gi in range(ng):
         gsize_buf[gi] = gstart[gi + 1] - gstart[gi]
     _group_metrics(
-        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
-        ks, thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
-        ideal_buf, cbuf,
+        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, ts, te, thresholds, ops, ks,
+        thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
+        ideal_buf,
     )  # fmt: skip
+    if cascade is not None:  # pruned, with the call, when None (see _cascade_metrics)
+        _cascade_metrics(
+            u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, t_rel, ts, te, thresholds,
+            ops, ks, thr_idx, gain_idx, fpar, out, nrel, tkey_buf, perm_buf, itmp_buf, cbuf,
+        )  # fmt: skip
     return STATUS_OK
 
 
@@ -820,9 +873,11 @@ def _rank_chunk(
     nrel: np.ndarray,
     status: np.ndarray,
     t_match: np.ndarray,
+    cascade: np.ndarray | None,
 ) -> None:
     """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
     tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
+    ``cascade`` is None when no cascade metric is asked for (:func:`_cascade_metrics`).
     np.empty only, filled by loops: np.zeros and np.full would each compile their own
     implementations on a first run."""
     n_users = t_off.shape[0] - 1
@@ -869,7 +924,7 @@ def _rank_chunk(
             thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
             tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
             gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
-            cbuf,
+            cascade, cbuf,
         )  # fmt: skip
 
 
@@ -964,8 +1019,15 @@ def rank_users(
     n_users = t_off.shape[0] - 1
     outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
     step = (n_users + n_chunks - 1) // n_chunks
-    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs)
+    cascade = cascade_flag(ops)
+    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs, cascade)
     return outputs  # type: ignore[no-any-return]
+
+
+def cascade_flag(ops: np.ndarray) -> np.ndarray | None:
+    """The kernels' ``cascade`` argument: None unless a cascade metric (opcode >= ``OP_ERR``)
+    is asked for, so that Numba compiles their code only then (:func:`_cascade_metrics`)."""
+    return np.zeros(0, dtype=np.int64) if bool((ops >= OP_ERR).any()) else None
 
 
 def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:
