@@ -1190,7 +1190,7 @@ def evaluate_model(
     scan = _scan(
         _Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
         setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
-        want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
+        want_first=ties == "first", want_trec=ties == "trec",
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
     )  # fmt: skip
