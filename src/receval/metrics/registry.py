@@ -60,7 +60,9 @@ __all__ = [
 ]
 
 ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
-ParamKind = Literal["threshold", "positive", "grade", "number", "fraction", "choice", "gain", "word"]
+ParamKind = Literal[
+    "threshold", "positive", "grade", "number", "fraction", "choice", "gain", "word"
+]
 """How a parameter's value is checked: ``threshold`` and ``positive``, a finite number > 0;
 ``grade``, a finite number > 0 that bounds the relevance values (a truth relevance above it is
 an input error, raised when the data is read); ``number``, any finite number; ``fraction``, a
