@@ -79,15 +79,15 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "unexpectedness": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
     "serendipity": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
     "pop_serendipity": ("user", frozenset({"needs_train"})),
-    "awrf": ("user", frozenset({"needs_items"})),
-    "ee_loss": ("user", frozenset()),
-    "ee_disparity": ("user", frozenset()),
-    "ee_relevance": ("user", frozenset()),
+    "awrf": ("user", frozenset({"needs_items", "ties_past_cutoff"})),
+    "ee_loss": ("user", frozenset({"ties_past_cutoff"})),
+    "ee_disparity": ("user", frozenset({"ties_past_cutoff"})),
+    "ee_relevance": ("user", frozenset({"ties_past_cutoff"})),
     "group_share": ("user", frozenset({"needs_items"})),
 }
 FLAGS = (
     "needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range",
-    "needs_history", "needs_items",
+    "needs_history", "needs_items", "ties_past_cutoff",
 )  # fmt: skip
 # the item-table column (and group) of the metrics that read one, for the requests below
 NAMED = {"miscalibration": "by=genres", "awrf": "by=genre", "group_share": "by=genre, group=g0"}

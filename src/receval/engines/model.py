@@ -1106,8 +1106,17 @@ def _top_table(
     )
 
 
-def check_model_metrics(plan: tuple[Metric, ...]) -> int:
+def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
+    past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
+    if past and ties == "expected":
+        msg = (
+            f"{', '.join(past)} with ties='expected' share the list's attention with the items "
+            "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
+            "Use another ties policy (first, trec, optimistic, pessimistic) with a model "
+            "source, or evaluate a recommendations table that keeps every tied item."
+        )
+        raise MetricError(msg)
     refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
         msg = (
@@ -1157,7 +1166,7 @@ def evaluate_model(
         raise InputError(msg)
     check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
     block_bytes = parse_memory(block_memory)
-    k_beyond = check_model_metrics(plan)
+    k_beyond = check_model_metrics(plan, ties)
     user_col, item_col = inputs.user_col, inputs.item_col
     given = relevance_col is not None
     rel_col = relevance_col or "relevance"

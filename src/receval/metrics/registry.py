@@ -245,6 +245,10 @@ class MetricSpec:
     needs_items: bool = False
     """Reads item categories or groups from a column of the item table (``items=``): the
     metric's ``by``, else the categorical columns of ``item_features``."""
+    ties_past_cutoff: bool = False
+    """Under ``ties="expected"``, items tied with the K-th item past the cutoff share the
+    attention of the list's positions: the metric reads recommendations beyond K (a model
+    source's top-K lists do not hold them)."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -1214,6 +1218,7 @@ def _beyond(
     needs_item_features: bool = False,
     needs_history: bool = False,
     needs_items: bool = False,
+    ties_past_cutoff: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -1233,6 +1238,7 @@ def _beyond(
             needs_item_features=needs_item_features,
             needs_history=needs_history,
             needs_items=needs_items,
+            ties_past_cutoff=ties_past_cutoff,
         )
     )
 
@@ -1479,6 +1485,7 @@ AWRF = _beyond(
     ),
     variants="the divergence itself (lower is fairer), as Raj & Ekstrand report AWRF",
     needs_items=True,
+    ties_past_cutoff=True,
 )
 _EE_PARAMS = (_REL, _PATIENCE)
 _EE_REFS = ("Diaz et al., Evaluating stochastic rankings with expected exposure (CIKM 2020)",)
@@ -1499,6 +1506,7 @@ EE_LOSS = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 EE_DISPARITY = _beyond(
     "ee_disparity",
@@ -1512,6 +1520,7 @@ EE_DISPARITY = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 EE_RELEVANCE = _beyond(
     "ee_relevance",
@@ -1524,6 +1533,7 @@ EE_RELEVANCE = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 GROUP_SHARE = _beyond(
     "group_share",
