@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import warnings
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,16 @@ TIES = ("expected", "first", "trec", "optimistic", "pessimistic")
 SPECS = {m.name: m for m in receval.list_metrics()}
 RANKING = tuple(name for name, m in SPECS.items() if m.family == "ranking")
 BEYOND = tuple(name for name, m in SPECS.items() if m.family == "beyond")
+
+
+def beyond_metric(name: str, k: int) -> str:
+    """``name@k``, reading item groups from the test item table's ``genre`` column where the
+    metric needs them (``group_share`` names one of its groups)."""
+    if name == "group_share":
+        return f"group_share(by=genre, group=g0)@{k}"
+    return f"{name}(by=genre)@{k}" if SPECS[name].needs_items else f"{name}@{k}"
+
+
 TOL = 1e-12
 # Variants: parameters of every kind, rel= thresholds, ndcg_k at its own K, gauc weights.
 VARIANTS = (
@@ -54,6 +65,13 @@ VARIANTS = (
     "map(rel=2)@10",
     "hit_rate(rel=2)@1",
     "arhr(rel=2)@3",
+    "err(max_grade=3)@10",
+    "rbp(p=0.5, gain=exp)@3",
+    "rbp(gain=linear)",
+    "rbp_residual(p=0.95)@10",
+    "bpref(rel=2)",
+    "bpref@3",
+    "judged(rel=2)@3",
     "gauc",
     "gauc(weight=clicks)",
     "gauc(weight=uniform)",
@@ -857,9 +875,10 @@ def test_beyond_metrics_equal_evaluate_on_the_top_k_lists() -> None:
         {
             "item": pl.Series(case.item_ids, dtype=case.id_dtype),
             "vec": [list(map(float, rng.integers(0, 3, 4) + 0.5)) for _ in case.item_ids],
+            "genre": [f"g{j % 3}" for j in range(len(case.item_ids))],
         }
     )
-    metrics = [f"{name}@5" for name in BEYOND]
+    metrics = [beyond_metric(name, 5) for name in BEYOND]
     # ties="first": the lists are cut in catalog order, as receval.topk cuts them (the other
     # policies: test_beyond_metrics_equal_evaluate_on_the_full_table)
     kwargs = {"train": train, "items": items, "item_features": "vec", "ties": "first"}
@@ -1153,8 +1172,19 @@ def test_beyond_metrics_equal_evaluate_on_the_full_table(ties: str, string_ids: 
         for _ in range(80)
     ]
     train = rows_frame(list(dict.fromkeys(train_rows)), case.id_dtype).unique(maintain_order=True)
-    items = pl.DataFrame({"item": pl.Series(case.item_ids, dtype=case.id_dtype)})
-    metrics = [f"{name}@{k}" for name in BEYOND if name not in ("ils", "diversity") for k in (2, 4)]
+    items = pl.DataFrame(
+        {
+            "item": pl.Series(case.item_ids, dtype=case.id_dtype),
+            "genre": [f"g{j % 3}" for j in range(len(case.item_ids))],
+        }
+    )
+    metrics = [  # item similarity (ils, serendipity, ...): test_beyond_metrics_..._top_k_lists
+        beyond_metric(name, k)
+        for name in BEYOND
+        if not SPECS[name].needs_item_features
+        and not (ties == "expected" and SPECS[name].ties_past_cutoff)  # refused: see below
+        for k in (2, 4)
+    ]
     kwargs = {"train": train, "items": items, "ties": ties}
     got = quiet(
         receval.evaluate, case.truth_frame(), case.model(), metrics, exclude=case.exclude_frame(),
@@ -1256,3 +1286,20 @@ def test_compare_takes_models_and_their_masks() -> None:
     text = cmp.to_markdown()
     assert "FactorModel(users=20, items=30" in text
     assert "- exclude: polars DataFrame" in text
+
+
+@pytest.mark.parametrize("name", [n for n in BEYOND if SPECS[n].ties_past_cutoff])
+def test_metrics_reading_ties_past_the_cutoff_refuse_expected_ties_from_a_model(name: str) -> None:
+    case = make_case(5, n_users=4, n_items=8)
+    items = pl.DataFrame({"item": pl.Series(case.item_ids, dtype=case.id_dtype),
+                          "genre": [f"g{j % 2}" for j in range(8)]})  # fmt: skip
+    metric = beyond_metric(name, 3)
+    with pytest.raises(
+        receval.MetricError,
+        match=rf"^{re.escape(receval.parse_metric(metric).canonical)} with ties='expected' share "
+        r"the list's attention with the items tied with the K-th one past the cutoff",
+    ):
+        receval.evaluate(case.truth_frame(), case.model(), [metric], items=items)
+    got = quiet(receval.evaluate, case.truth_frame(), case.model(), [metric], items=items,
+                ties="first")  # fmt: skip
+    assert receval.parse_metric(metric).canonical in got.means

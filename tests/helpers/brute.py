@@ -39,6 +39,12 @@ METRICS = (
     "ndcg",
     "ndcg_k",
     "r_precision",
+    # cascade metrics and incomplete judgments (docs/ir_metrics.md)
+    "err",
+    "rbp",
+    "rbp_residual",
+    "bpref",
+    "judged",
 )
 TIES = ("expected", "first", "trec", "optimistic", "pessimistic")
 # Metrics whose value is a ratio in [0, 1].
@@ -53,6 +59,11 @@ NORMALISED = (
     "ndcg",
     "ndcg_k",
     "r_precision",
+    "err",
+    "rbp",  # with its default binary gain (a graded rbp is only >= 0)
+    "rbp_residual",
+    "bpref",
+    "judged",
 )
 
 
@@ -109,15 +120,23 @@ def gain(rel: float, spec: Any = "linear") -> float:
 
 
 def value_of_list(
-    metric: Metric, ranked_rels: Sequence[float], truth_rels: Sequence[float], threshold: float
+    metric: Metric,
+    ranked_rels: Sequence[float],
+    truth_rels: Sequence[float],
+    threshold: float,
+    ranked_judged: Sequence[bool] | None = None,
 ) -> float:
     """Value of ``metric`` for one user whose ranked list has relevances ``ranked_rels``.
 
     ``truth_rels`` are the relevances of all the user's truth rows (for |R| and the ideal
-    list). Items absent from truth have relevance 0.
+    list). Items absent from truth have relevance 0; ``ranked_judged`` says which items of the
+    list have a truth row (by default: those of relevance != 0).
     """
     thr = metric.threshold(threshold)
     k = metric.k
+    if metric.name in CASCADE:
+        judged = [r != 0 for r in ranked_rels] if ranked_judged is None else list(ranked_judged)
+        return cascade_value(metric, list(ranked_rels), judged, truth_rels, thr)
     n_relevant = sum(1 for r in truth_rels if r >= thr)
     is_rel = [r >= thr for r in ranked_rels]
     cut = is_rel if k is None else is_rel[:k]
@@ -180,6 +199,85 @@ def value_of_list(
     raise ValueError(f"unknown metric {name!r}")
 
 
+# ------------------------------------------- cascade metrics and incomplete judgments
+
+CASCADE = ("err", "rbp", "rbp_residual", "bpref", "judged")
+# metrics that read whether an item is judged, not its relevance: ordering a tie by relevance
+# (ties="optimistic" / "pessimistic") does not bound them
+JUDGMENT_ONLY = ("rbp_residual", "judged")
+
+
+def cascade_value(
+    metric: Metric,
+    ranked_rels: list[float],
+    ranked_judged: list[bool],
+    truth_rels: Sequence[float],
+    thr: float,
+) -> float:
+    """ERR, RBP, its residual, bpref and judged@K of one ranked list, from the papers.
+
+    - ERR (Chapelle et al. 2009): ``sum_r R_r / r * prod_{i<r} (1 - R_i)``,
+      ``R = (2^max(g, 0) - 1) / 2^max_grade``, a cascade user who stops at r with probability R_r;
+    - RBP (Moffat & Zobel 2008): ``(1 - p) sum_i g_i p^(i-1)`` over the first K items, g = 1
+      for a relevant item (binary) or its gain; the residual adds ``(1 - p) p^(i-1)`` for each
+      unjudged item of the top K and ``p^d`` for the ranking past depth d (K, or the list's
+      length without @K);
+    - bpref (Buckley & Voorhees 2004, trec_eval's loop): for each relevant retrieved item,
+      ``1 - min(n_above, R) / min(R, N)``, n_above = judged non-relevant items (truth rows with
+      0 <= relevance < t) above it, N = all of the user's; summed and divided by R;
+    - judged@K: the items of the top K that have a truth row, over min(K, |L|).
+    """
+    k = metric.k
+    n = len(ranked_rels)
+    top = ranked_rels if k is None else ranked_rels[:k]
+    top_judged = ranked_judged if k is None else ranked_judged[:k]
+    name = metric.name
+    if name == "err":
+        grade = float(metric.params.get("max_grade", 4))
+        value = 0.0
+        reach = 1.0  # the probability that the user reads position r
+        for r, rel in enumerate(top, start=1):
+            stop = (2.0 ** max(rel, 0.0) - 1.0) / 2.0**grade
+            value += reach * stop / r
+            reach *= 1.0 - stop
+        return value
+    p = float(metric.params.get("p", 0.8))
+    if name == "rbp":
+        spec = metric.params.get("gain", "binary")
+        total = 0.0
+        for i, rel in enumerate(top, start=1):
+            if rel >= thr:
+                total += (1.0 if spec == "binary" else gain(rel, spec)) * p ** (i - 1)
+        return (1.0 - p) * total
+    if name == "rbp_residual":
+        depth = k if k is not None else n
+        unjudged = sum(p ** (i - 1) for i, j in enumerate(top_judged, start=1) if not j)
+        return (1.0 - p) * unjudged + p**depth
+    if name == "judged":
+        return sum(top_judged) / len(top) if top else 0.0
+    assert name == "bpref"
+    n_rel = sum(1 for r in truth_rels if r >= thr)
+    n_non = sum(1 for r in truth_rels if 0 <= r < thr)
+    total = 0.0
+    above = 0
+    for rel, judged in zip(top, top_judged, strict=True):
+        if not judged:
+            continue
+        if rel >= thr:
+            total += 1.0 - min(above, n_rel) / min(n_rel, n_non) if above else 1.0
+        elif rel >= 0:
+            above += 1
+    return total / n_rel
+
+
+def empty_list_value(metric: Metric) -> float:
+    """A metric's value for a user without recommendations (``no_recs="zero"``): 0, except the
+    RBP residual, which is p^K (1 without @K: nothing of the ranking is known)."""
+    if metric.name != "rbp_residual":
+        return 0.0
+    return float(metric.params.get("p", 0.8)) ** (metric.k or 0)
+
+
 # ------------------------------------------------------------------------- orders
 
 
@@ -192,10 +290,12 @@ def orders(
     if ties == "trec":  # score descending, then item id descending as strings
         return [[item for item, _ in sorted(rows, key=lambda r: (r[1], str(r[0])), reverse=True)]]
     if ties in ("optimistic", "pessimistic"):
+        # relevance descending / ascending; equal relevance: judged items (in truth) first /
+        # last; then input order
         sign = -1.0 if ties == "optimistic" else 1.0
 
-        def key(row: tuple[Hashable, float]) -> tuple[float, float]:
-            return (-row[1], sign * rels.get(row[0], 0))
+        def key(row: tuple[Hashable, float]) -> tuple[float, float, float]:
+            return (-row[1], sign * rels.get(row[0], 0), sign * (row[0] in rels))
 
         return [[item for item, _ in sorted(rows, key=key)]]
     if ties == "expected":
@@ -239,13 +339,15 @@ def evaluate(
     for user, item, score in recs:
         lists[user].append((item, float(score)))
 
-    # Relevances of each user's list, in every order the policy averages over.
+    # Relevances of each user's list (and whether each item is judged: has a truth row), in
+    # every order the policy averages over.
     ranked_lists: dict[Hashable, list[list[float]]] = {}
+    judged_lists: dict[Hashable, list[list[bool]]] = {}
     for user, rows in lists.items():
         judged = truth.get(user, {})
-        ranked_lists[user] = [
-            [judged.get(item, 0) for item in order] for order in orders(rows, judged, ties)
-        ]
+        every = orders(rows, judged, ties)
+        ranked_lists[user] = [[judged.get(item, 0) for item in order] for order in every]
+        judged_lists[user] = [[item in judged for item in order] for order in every]
 
     result = BruteResult({}, {})
     for metric_string in metrics:
@@ -264,13 +366,13 @@ def evaluate(
             if user not in lists:
                 if no_recs == "skip":
                     continue
-                per_user[user] = 0.0
+                per_user[user] = empty_list_value(metric)
                 relevant_sum += n_relevant
                 continue
             values = []
             hits = []
-            for ranked in ranked_lists[user]:
-                values.append(value_of_list(metric, ranked, truth_rels, threshold))
+            for ranked, flags in zip(ranked_lists[user], judged_lists[user], strict=True):
+                values.append(value_of_list(metric, ranked, truth_rels, threshold, flags))
                 if micro:
                     hits.append(value_of_list(hits_metric, ranked, truth_rels, threshold))
             per_user[user] = math.fsum(values) / len(values)

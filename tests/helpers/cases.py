@@ -235,6 +235,13 @@ def metrics_for(ks: Sequence[int | None]) -> list[str]:
             f"ndcg(gain={{0: 0, 1: 1, 2: 5, 3: 6}}){at}",
             f"ndcg_k{at}",
             f"ndcg_k(gain=exp){at}",
+            f"err{at}",
+            f"err(max_grade=3){at}",
+            f"rbp{at}",
+            f"rbp(p=0.5){at}",
+            f"rbp_residual{at}",
+            f"bpref{at}",
+            f"judged{at}",
         ]
         if k is not None:
             out.append(f"map(denominator=min){at}")

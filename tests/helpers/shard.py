@@ -187,6 +187,8 @@ def requests(spec: MetricSpec, ks: tuple[int | None, ...] = KS) -> list[str]:
             values = ["2"]
         elif p.kind == "positive":
             values = ["2", "0.5"]
+        elif p.kind == "grade":  # bounds the relevance (the data's is 0..3)
+            values = ["3"]
         elif p.kind == "number":
             values = ["0.25", "1"]
         elif p.kind == "fraction":

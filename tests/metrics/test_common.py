@@ -130,11 +130,12 @@ GAIN_MAP = "{0: 0, 1: 1, 2: 3, 3: 7}"  # monotone, covers every relevance the da
 SAMPLE_VALUES = {
     "threshold": ["2"],
     "positive": ["2", "0.5"],
+    "grade": ["3", "7.5"],  # bounds the relevance (the data's is 0..3)
     "number": ["0.25", "1"],
     "fraction": ["0.5", "0.9"],
 }
 PARAM_KINDS = {
-    "ranking": {"threshold", "positive", "choice", "gain"},
+    "ranking": {"threshold", "positive", "grade", "fraction", "choice", "gain"},
     "classification": {"threshold", "positive", "number", "choice"},
     "rating": {"threshold", "positive", "number", "choice"},
     "beyond": {"fraction", "choice", "threshold", "word"},

@@ -133,7 +133,7 @@ def _sample_values(spec: MetricSpec) -> dict[str, list[str]]:
     for p in spec.params:
         if p.kind == "threshold":
             out[p.name] = ["2", "0.5"]
-        elif p.kind == "positive":
+        elif p.kind in ("positive", "grade"):
             out[p.name] = [v for v in ("2", "0.5", "3") if v != str(p.default)][:2]
         elif p.kind == "number":
             out[p.name] = [v for v in ("0.25", "-1", "3") if v != str(p.default)][:2]

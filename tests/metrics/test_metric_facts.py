@@ -43,6 +43,11 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "ndcg": ("user", frozenset()),
     "ndcg_k": ("user", frozenset()),
     "r_precision": ("user", frozenset()),
+    "err": ("user", frozenset()),
+    "rbp": ("user", frozenset()),
+    "rbp_residual": ("user", frozenset()),
+    "bpref": ("user", frozenset()),
+    "judged": ("user", frozenset()),
     # classification: over every scored row, except gauc (users' AUCs, weighted)
     "auc": ("global", frozenset({"ranks_rows"})),
     "gauc": ("weighted", frozenset()),
@@ -74,15 +79,15 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "unexpectedness": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
     "serendipity": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
     "pop_serendipity": ("user", frozenset({"needs_train"})),
-    "awrf": ("user", frozenset({"needs_items"})),
-    "ee_loss": ("user", frozenset()),
-    "ee_disparity": ("user", frozenset()),
-    "ee_relevance": ("user", frozenset()),
+    "awrf": ("user", frozenset({"needs_items", "ties_past_cutoff"})),
+    "ee_loss": ("user", frozenset({"ties_past_cutoff"})),
+    "ee_disparity": ("user", frozenset({"ties_past_cutoff"})),
+    "ee_relevance": ("user", frozenset({"ties_past_cutoff"})),
     "group_share": ("user", frozenset({"needs_items"})),
 }
 FLAGS = (
     "needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range",
-    "needs_history", "needs_items",
+    "needs_history", "needs_items", "ties_past_cutoff",
 )  # fmt: skip
 # the item-table column (and group) of the metrics that read one, for the requests below
 NAMED = {"miscalibration": "by=genres", "awrf": "by=genre", "group_share": "by=genre, group=g0"}
@@ -160,8 +165,14 @@ def test_aggregation_by_must_cover_the_choices_and_the_default() -> None:
 
 
 def every_request() -> list[str]:
-    """Every registered metric at its defaults, and each variant that changes aggregation."""
-    out = [request_of(s) for s in list_metrics()]
+    """Every registered metric at its defaults (a grade bound: the data's top grade, 5), and
+    each variant that changes aggregation."""
+    out = [
+        request_of(s).replace("@", f"({grade[0].name}=5)@", 1)
+        if (grade := [p for p in s.params if p.kind == "grade"])
+        else request_of(s)
+        for s in list_metrics()
+    ]
     return out + [v for v in VARIANTS if parse_metric(v).canonical not in out]
 
 

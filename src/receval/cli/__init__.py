@@ -85,6 +85,7 @@ DEMO_BEYOND = [
     "coverage@10", "novelty@10", "gini@10", "miscalibration(by=genres)@10", "serendipity@10",
     "awrf(by=genre)@10",
 ]  # fmt: skip
+DEMO_CASCADE = ["err(max_grade=5)@10"]  # a cascade metric on the demo's grades 1..5
 
 app = typer.Typer(
     name="receval",
@@ -627,9 +628,10 @@ def demo_cmd(
 ) -> None:
     """Generate realistic interaction data and evaluate a model's recommendations on it.
 
-    Without --metric: the default ranking metrics, plus coverage, novelty and the Gini index of
-    the top-10 lists against a generated training set, and their miscalibration, serendipity
-    and attention-weighted rank fairness against it and a generated item table.
+    Without --metric: the default ranking metrics, the expected reciprocal rank on the data's
+    grades 1..5, plus coverage, novelty and the Gini index of the top-10 lists against a
+    generated training set, and their miscalibration, serendipity and attention-weighted rank
+    fairness against it and a generated item table.
     """
     try:
         check_integer("--users", users, 1)
@@ -657,8 +659,8 @@ def demo_cmd(
             # repeating known items (the summary line counts it)
             warnings.filterwarnings("ignore", "[0-9]+ recommendation rows .* already has in train")
             res = evaluate(
-                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_BEYOND, ties=ties.value,
-                train=train, items=items, item_features="embedding",
+                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND,
+                ties=ties.value, train=train, items=items, item_features="embedding",
             )  # fmt: skip
         seconds = time.perf_counter() - start
     except (RecevalError, OSError) as exc:

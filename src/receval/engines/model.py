@@ -1105,8 +1105,17 @@ def _top_table(
     )
 
 
-def check_model_metrics(plan: tuple[Metric, ...]) -> int:
+def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
+    past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
+    if past and ties == "expected":
+        msg = (
+            f"{', '.join(past)} with ties='expected' share the list's attention with the items "
+            "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
+            "Use another ties policy (first, trec, optimistic, pessimistic) with a model "
+            "source, or evaluate a recommendations table that keeps every tied item."
+        )
+        raise MetricError(msg)
     refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
         msg = (
@@ -1148,8 +1157,8 @@ def evaluate_model(
         raise InputError(msg)
     check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
     block_bytes = parse_memory(block_memory)
-    k_beyond = check_model_metrics(plan)
     inputs, kinds, ties = options.inputs, options.kinds, options.ties
+    k_beyond = check_model_metrics(plan, ties)
     user_col, item_col = options.user_col, options.item_col
     given = options.relevance_col is not None
     rel_col = options.relevance_name
@@ -1182,7 +1191,7 @@ def evaluate_model(
     scan = _scan(
         _Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
         setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
-        want_first=ties in ("first", "optimistic", "pessimistic"), want_trec=ties == "trec",
+        want_first=ties == "first", want_trec=ties == "trec",
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
     )  # fmt: skip

@@ -81,6 +81,11 @@ OPS = {
     "ndcg": K.OP_NDCG,
     "ndcg_k": K.OP_NDCG_K,
     "r_precision": K.OP_R_PRECISION,
+    "err": K.OP_ERR,
+    "rbp": K.OP_RBP,
+    "rbp_residual": K.OP_RBP_RESIDUAL,
+    "bpref": K.OP_BPREF,
+    "judged": K.OP_JUDGED,
 }
 USERS_PER_CHUNK = 256
 
@@ -160,21 +165,37 @@ def match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
     return np.ascontiguousarray(joined["g"].fill_null(-1).to_numpy(), dtype=np.int64)
 
 
+GAIN_OPS = (K.OP_CG, K.OP_DCG, K.OP_NDCG, K.OP_NDCG_K, K.OP_RBP)
+
+
+def gain_key(m: Metric) -> tuple[str, ParamValue] | None:
+    """The row of per-truth-row values that metric ``m`` reads (None: it reads none): a gain
+    (``("gain", linear)``, ``exp`` or a map) or ERR's stopping probabilities
+    (``("err", max_grade)``); binary RBP reads none."""
+    op = OPS[m.name]
+    if op == K.OP_ERR:
+        return ("err", m.get("max_grade"))
+    if op in GAIN_OPS and m.get("gain") != "binary":
+        return ("gain", m.get("gain"))
+    return None
+
+
 def gain_matrix(
     metrics: tuple[Metric, ...], rel: np.ndarray, relevance_col: str
 ) -> tuple[np.ndarray, list[int]]:
-    """One row of per-truth-row gains for each distinct gain among the metrics."""
-    variants: dict[ParamValue, int] = {}  # gain -> its row, in first-seen order
+    """One row of per-truth-row values for each distinct :func:`gain_key` among the metrics;
+    for each metric, its row (-1: none)."""
+    variants: dict[tuple[str, ParamValue], int] = {}  # key -> its row, in first-seen order
     index: list[int] = []
     for m in metrics:
-        if OPS[m.name] in (K.OP_CG, K.OP_DCG, K.OP_NDCG, K.OP_NDCG_K):
-            index.append(variants.setdefault(m.get("gain"), len(variants)))
-        else:
-            index.append(0)
+        key = gain_key(m)
+        index.append(-1 if key is None else variants.setdefault(key, len(variants)))
     rows = []
     clipped = np.maximum(rel, 0.0)
-    for gain in variants:
-        if gain == "linear":
+    for kind, gain in variants:
+        if kind == "err":
+            rows.append(err_probabilities(rel, clipped, gain, relevance_col))
+        elif gain == "linear":
             rows.append(clipped)
         elif gain == "exp":
             rows.append(np.exp2(clipped) - 1.0)
@@ -197,6 +218,26 @@ def gain_matrix(
     if not rows:
         return np.zeros((0, rel.shape[0]), dtype=np.float64), index
     return np.ascontiguousarray(np.vstack(rows)), index
+
+
+def err_probabilities(
+    rel: np.ndarray, clipped: np.ndarray, max_grade: ParamValue, relevance_col: str
+) -> np.ndarray:
+    """ERR's stopping probability of each truth row, ``(2^max(rel, 0) - 1) / 2^max_grade``
+    (Chapelle et al. 2009; gdeval's arithmetic); a relevance above ``max_grade`` is an error."""
+    assert isinstance(max_grade, int | float)
+    above = rel > max_grade
+    if above.any():
+        values = np.unique(rel[above])[:5].tolist()
+        msg = (
+            f"err(max_grade={max_grade}) needs relevance <= {max_grade}; truth column "
+            f"{relevance_col!r} has {int(above.sum())} row(s) above it, with value(s) {values}. "
+            f"Give the scale's top grade, e.g. err(max_grade={max(values):g}), or rescale the "
+            "relevance."
+        )
+        raise InputError(msg)
+    probabilities: np.ndarray = (np.exp2(clipped) - 1.0) / np.exp2(float(max_grade))
+    return probabilities
 
 
 @dataclass(frozen=True)
@@ -343,6 +384,8 @@ def fpar(m: Metric) -> float:
         return 1.0
     if m.name == "map":
         return 1.0 if m.str_param("denominator") == "min" else 0.0
+    if m.name in ("rbp", "rbp_residual"):
+        return m.float_param("p")
     if m.name == "ndcg_k" and m.k is not None:  # the ideal DCG of K items of gain 1
         if m.k > NDCG_K_MAX:
             msg = (

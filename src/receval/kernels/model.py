@@ -31,8 +31,10 @@ from receval.kernels.ranking import (
     POLICY_FIRST,
     POLICY_OPTIMISTIC,
     POLICY_TREC,
+    _cascade_metrics,
     _group_metrics,
     _sort_desc,
+    cascade_flag,
     frozen,
 )
 
@@ -444,26 +446,22 @@ def _positions(
         elif policy == POLICY_TREC:
             p += trec_before[a]
         elif policy != POLICY_EXPECTED:
-            # optimistic: relevance descending, pessimistic: ascending; equal relevance in
-            # catalog order; candidates outside truth have relevance 0
+            # optimistic: relevance descending, pessimistic: ascending; candidates outside
+            # truth have relevance 0 and come after (optimistic) or before (pessimistic) the
+            # truth items of relevance 0; otherwise equal relevance in catalog order
             sign = 1.0 if policy == POLICY_OPTIMISTIC else -1.0
             ra = sign * t_rel[a]
             truth_tied = 1
-            truth_first = 0
             for b in range(ts, te):
                 if b == a or not t_cand[b] or t_score[b] != t_score[a]:
                     continue
                 truth_tied += 1
                 rb = sign * t_rel[b]
-                if t_col[b] < t_col[a]:
-                    truth_first += 1
                 if rb > ra or (rb == ra and t_col[b] < t_col[a]):
                     p += 1
             zero = 0.0 * sign
-            if zero > ra:
-                p += tied[a] - truth_tied
-            elif zero == ra:
-                p += first_before[a] - truth_first
+            if zero > ra or (zero == ra and policy != POLICY_OPTIMISTIC):
+                p += tied[a] - truth_tied  # every tied candidate outside truth comes first
         pos[n] = p
         rows[n] = a
         n += 1
@@ -495,8 +493,10 @@ def _rank_chunk(
     log2p: np.ndarray,
     out: np.ndarray,
     nrel: np.ndarray,
+    cascade: np.ndarray | None,
 ) -> None:
-    """Users ``[ch * step, (ch + 1) * step)``: |R| per threshold and every ranking metric."""
+    """Users ``[ch * step, (ch + 1) * step)``: |R| per threshold and every ranking metric
+    (``cascade``: see :func:`receval.kernels.ranking.cascade_flag`)."""
     n_users = t_off.shape[0] - 1
     lo = min(ch * step, n_users)
     hi = min(lo + step, n_users)
@@ -517,6 +517,7 @@ def _rank_chunk(
     itmp_buf = np.empty(nt_max, dtype=np.int64)
     ftmp_buf = np.empty(nt_max, dtype=np.float64)
     ideal_buf = np.empty(nt_max, dtype=np.float64)
+    cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
     for u in range(lo, hi):
         ts = t_off[u]
         te = t_off[u + 1]
@@ -554,6 +555,11 @@ def _rank_chunk(
             thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
             ideal_buf,
         )  # fmt: skip
+        if cascade is not None:  # pruned, with the call, when None
+            _cascade_metrics(
+                u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
+                ks, thr_idx, gain_idx, fpar, out, nrel, tkey, perm_buf, itmp_buf, cbuf,
+            )  # fmt: skip
 
 
 @njit(cache=True, nogil=True)
@@ -659,7 +665,8 @@ def rank_from_counts(
     out = np.empty((n_users, n_metrics), dtype=np.float64)
     nrel = np.empty((n_users, views[11].shape[0]), dtype=np.float64)
     step = (n_users + n_chunks - 1) // n_chunks
-    run_chunks(_rank_chunk, n_chunks, step, *views[:17], policy, views[17], out, nrel)
+    cascade = cascade_flag(views[12])
+    run_chunks(_rank_chunk, n_chunks, step, *views[:17], policy, views[17], out, nrel, cascade)
     return out, nrel
 
 

@@ -19,7 +19,9 @@ Ties. The user's list is ordered by score (stable). Under ``expected`` every run
 scores is a tie group; under the other policies the group is ordered by its tiebreak and every
 position becomes a group of one. Each metric is then a sum over groups using the closed forms of
 McSherry & Najork (2008) given in docs/metrics.md; with groups of one they reduce to the plain
-definitions, computed with the same operations as trec_eval.
+definitions, computed with the same operations as trec_eval. The cascade metrics and those of
+incomplete judgments (ERR, RBP and its residual, bpref, judged) are computed by
+:func:`_cascade_value`, only when one of them is asked for.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ OP_DCG = 9
 OP_NDCG = 10
 OP_R_PRECISION = 11
 OP_NDCG_K = 12  # DCG over the DCG of K items of the user's largest gain (RecTools)
+# cascade metrics and incomplete judgments (:func:`_cascade_value`): every opcode from OP_ERR on
+OP_ERR = 13
+OP_RBP = 14
+OP_RBP_RESIDUAL = 15
+OP_BPREF = 16
+OP_JUDGED = 17
 
 POLICY_EXPECTED = 0
 POLICY_FIRST = 1
@@ -238,6 +246,266 @@ def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, 
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _hyper_step(prob: np.ndarray, lo: int, draws: int, good: int, pop: int) -> None:
+    """One more draw without replacement: ``prob[lo + a]`` = P(a of the ``draws`` items drawn
+    so far are among the ``good`` ones of ``pop``) becomes the same for ``draws + 1``."""
+    left = pop - draws
+    bad = pop - good
+    for a in range(min(draws + 1, good), -1, -1):
+        v = 0.0
+        if a <= draws:  # the next item is a bad one (none left: that state has probability 0)
+            v = prob[lo + a] * (bad - draws + a) / left
+        if a >= 1:
+            v += prob[lo + a - 1] * (good - a + 1) / left
+        prob[lo + a] = v
+
+
+@njit(cache=True, nogil=True)
+def _cascade_value(
+    op: int,
+    n: int,
+    ng: int,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    t_gain: np.ndarray,
+    t_rel: np.ndarray,
+    ts: int,
+    te: int,
+    thr: float,
+    nr: float,
+    k: int,
+    gv: int,
+    p: float,
+    tkey: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    cbuf: np.ndarray,
+) -> float:
+    """ERR, RBP, the RBP residual, bpref or judged (``op``) of one user with ``n >= 1`` items,
+    from the tie groups of :func:`_group_metrics` (the same arguments; ``k``: the cutoff, 0 for
+    none; ``gv``: the row of ``t_gain`` (ERR's stopping probabilities, RBP's gains; -1: binary
+    RBP); ``p``: RBP's persistence; ``cbuf``: scratch of 2 * (truth rows) + 2 floats).
+
+    A member with ``prow >= 0`` has a truth row (judged); positions of a group that are not
+    members, and positions in no group (the model engine lists truth items only), are unjudged.
+    Under ``expected``, linear metrics (RBP, residual, judged) give each position of a group its
+    average; ERR and bpref take the exact expectation over the orders of the group, with
+    hypergeometric probabilities (docs/metrics.md). Groups of one reduce to the plain sums, in
+    trec_eval's order of operations for bpref.
+    """
+    kk = k if k > 0 else n
+    kc = min(kk, n)
+    acc = 0.0
+    if op == OP_JUDGED:
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            judged = 0
+            for a in range(gmem[gi], gmem[gi + 1]):
+                if prow[a] >= 0:
+                    judged += 1
+            if judged:
+                acc += (judged / m) * j
+        return acc / kc
+    if op == OP_RBP:
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            mlo = gmem[gi]
+            mhi = gmem[gi + 1]
+            gsum = 0.0
+            if gv < 0:
+                for a in range(mlo, mhi):
+                    if prel[a] >= thr:
+                        gsum += 1.0
+            elif mhi - mlo == 1:
+                if prow[mlo] >= 0 and prel[mlo] >= thr:
+                    gsum = t_gain[gv, prow[mlo]]
+            else:  # summed in sorted order: the same for every input order of the tie
+                for a in range(mlo, mhi):
+                    tkey[a] = t_gain[gv, prow[a]] if prow[a] >= 0 and prel[a] >= thr else 0.0
+                gsum = _sorted_sum(tkey, perm_buf, itmp_buf, mlo, mhi)
+            if gsum != 0.0:
+                acc += (gsum / m) * p**s * (1.0 - p**j)
+        return acc
+    if op == OP_RBP_RESIDUAL:
+        cur = 0  # positions before cur are accounted for
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            if s > cur:  # positions in no group: unjudged
+                acc += p**cur * (1.0 - p ** (s - cur))
+            judged = 0
+            for a in range(gmem[gi], gmem[gi + 1]):
+                if prow[a] >= 0:
+                    judged += 1
+            if judged < m:
+                acc += ((m - judged) / m) * p**s * (1.0 - p**j)
+            cur = s + j
+        if kc > cur:
+            acc += p**cur * (1.0 - p ** (kc - cur))
+        return acc + p**kk
+    if op == OP_ERR:
+        decay = 1.0  # the probability that the user reaches the group
+        for gi in range(ng):
+            s = gpos[gi]
+            if s >= kc:
+                break
+            m = gsize[gi]
+            j = min(s + m, kc) - s
+            mlo = gmem[gi]
+            r = 0  # members that may stop the user: their R in tkey[mlo : mlo + r]
+            for a in range(mlo, gmem[gi + 1]):
+                if prow[a] >= 0 and t_gain[gv, prow[a]] > 0.0:
+                    tkey[mlo + r] = t_gain[gv, prow[a]]
+                    r += 1
+            if r == 0:
+                continue
+            if m == 1:
+                acc += decay * tkey[mlo] / (s + 1)
+                decay *= 1.0 - tkey[mlo]
+                continue
+            # E[D_t], D_t = the product of 1 - R over the first t positions of the group, is
+            # sum_a P(a of them stop) * M_a, M_a = the mean product of 1 - R over a-subsets of
+            # the r members (the elementary symmetric means, cbuf[:r + 1], of the sorted R);
+            # the group adds sum_{t<=j} (E[D_{t-1}] - E[D_t]) / (s + t).
+            for a in range(r):
+                perm_buf[mlo + a] = mlo + a
+            _sort_desc(tkey, perm_buf, itmp_buf, mlo, mlo + r)
+            cbuf[0] = 1.0
+            for i in range(1, r + 1):
+                y = 1.0 - tkey[perm_buf[mlo + i - 1]]
+                cbuf[i] = y * cbuf[i - 1]
+                for d in range(i - 1, 0, -1):
+                    cbuf[d] = ((i - d) / i) * cbuf[d] + (d / i) * y * cbuf[d - 1]
+            hp = r + 1  # cbuf[hp + a]: P(a of the first t positions hold a member)
+            cbuf[hp] = 1.0
+            for a in range(1, r + 1):
+                cbuf[hp + a] = 0.0
+            prev = 1.0
+            gacc = 0.0
+            for t in range(j):
+                _hyper_step(cbuf, hp, t, r, m)
+                now = 0.0
+                for a in range(min(t + 1, r) + 1):
+                    now += cbuf[hp + a] * cbuf[a]
+                gacc += (prev - now) / (s + t + 1)
+                prev = now
+            acc += decay * gacc
+            if j < m:
+                break
+            decay *= cbuf[r]
+        return acc
+    # OP_BPREF
+    n_non = 0  # the user's judged non-relevant items: 0 <= relevance < thr (trec_eval)
+    for a in range(ts, te):
+        if 0.0 <= t_rel[a] < thr:
+            n_non += 1
+    den = min(nr, float(n_non))
+    above = 0  # judged non-relevant items ranked above the current group
+    for gi in range(ng):
+        s = gpos[gi]
+        if s >= kc:
+            break
+        m = gsize[gi]
+        j = min(s + m, kc) - s
+        r = 0
+        q = 0
+        for a in range(gmem[gi], gmem[gi + 1]):
+            if prow[a] >= 0:
+                if prel[a] >= thr:
+                    r += 1
+                elif prel[a] >= 0.0:
+                    q += 1
+        if r > 0 and m == 1:
+            if above > 0:
+                acc += 1.0 - min(float(above), nr) / den
+            else:
+                acc += 1.0
+        elif r > 0:
+            # a relevant member at position t of the group follows X judged non-relevant ones,
+            # X hypergeometric: t - 1 draws from the m - 1 others, q of them non-relevant
+            cbuf[0] = 1.0
+            for x in range(1, q + 1):
+                cbuf[x] = 0.0
+            total = 0.0
+            for t in range(j):
+                if t > 0:
+                    _hyper_step(cbuf, 0, t - 1, q, m - 1)
+                for x in range(min(t, q) + 1):
+                    h = above + x
+                    total += cbuf[x] * (1.0 - min(float(h), nr) / den if h > 0 else 1.0)
+            acc += (r / m) * total
+        if j < m:
+            break
+        above += q
+    return acc / nr
+
+
+@njit(cache=True, nogil=True)
+def _cascade_metrics(
+    u: int,
+    n: int,
+    ng: int,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    t_gain: np.ndarray,
+    t_rel: np.ndarray,
+    ts: int,
+    te: int,
+    thresholds: np.ndarray,
+    ops: np.ndarray,
+    ks: np.ndarray,
+    thr_idx: np.ndarray,
+    gain_idx: np.ndarray,
+    fpar: np.ndarray,
+    out: np.ndarray,
+    nrel: np.ndarray,
+    tkey: np.ndarray,
+    perm_buf: np.ndarray,
+    itmp_buf: np.ndarray,
+    cbuf: np.ndarray,
+) -> None:
+    """The cascade metrics of user ``u`` (row ``u`` of ``out``) that :func:`_group_metrics`
+    left: users they evaluate, with recs (the same tie groups; ``t_rel``: truth relevance, for
+    bpref's judged non-relevant items; ``cbuf``: scratch of 2 * (truth rows) + 2 floats).
+
+    Callers reach it behind ``if cascade is not None``, ``cascade`` an argument that is None
+    when no cascade metric is asked for: Numba then prunes the call and never compiles this
+    code (a first run compiles the other metrics as fast as before).
+    """
+    if n == 0:
+        return
+    for mi in range(ops.shape[0]):
+        op = ops[mi]
+        if op < OP_ERR:
+            continue
+        c = thr_idx[mi]
+        nr = nrel[u, c]
+        if nr == 0:
+            continue
+        out[u, mi] = _cascade_value(
+            op, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds[c], nr,
+            ks[mi], gain_idx[mi], fpar[mi], tkey, perm_buf, itmp_buf, cbuf,
+        )  # fmt: skip
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _group_metrics(
     u: int,
     n: int,
@@ -274,6 +542,9 @@ def _group_metrics(
     0), so a group may list only its truth items (:mod:`receval.kernels.model`) or every item
     (:func:`_score_user`, ``gpos = gmem``): the sums are the same. ``nrel[u]`` holds |R| per
     threshold; ``ts .. te`` are the user's truth rows (the ideal DCG).
+
+    The cascade metrics (opcodes from ``OP_ERR`` on) get their value here only for a user they
+    do not evaluate (NaN) or without recs; :func:`_cascade_metrics` computes the others.
     """
     nt = te - ts
     # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
@@ -287,8 +558,10 @@ def _group_metrics(
         if nr == 0:
             out[u, mi] = np.nan
             continue
-        if n == 0:
-            out[u, mi] = 0.0
+        if n == 0:  # the residual of an empty list: p^K (1 without @K), else 0
+            out[u, mi] = fpar[mi] ** ks[mi] if op == OP_RBP_RESIDUAL else 0.0
+            continue
+        if op >= OP_ERR:  # _cascade_metrics
             continue
         kk = ks[mi]
         if op == OP_R_PRECISION:
@@ -408,6 +681,16 @@ def _group_metrics(
             out[u, mi] = acc
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _reads_judgments(ops: np.ndarray) -> bool:
+    """Whether a metric of the plan reads which items are judged, not only their relevance
+    (rbp_residual, judged): ``optimistic`` / ``pessimistic`` then order equal relevance."""
+    for op in ops:  # noqa: SIM110 (Numba compiles no generator for any())
+        if op in (OP_RBP_RESIDUAL, OP_JUDGED):
+            return True
+    return False
+
+
 @njit(cache=True, nogil=True)
 def _score_user(
     u: int,
@@ -447,6 +730,8 @@ def _score_user(
     itmp_buf: np.ndarray,
     ftmp_buf: np.ndarray,
     ideal_buf: np.ndarray,
+    cascade: np.ndarray | None,
+    cbuf: np.ndarray,
 ) -> int:
     ts = t_off[u]
     te = t_off[u + 1]
@@ -515,6 +800,12 @@ def _score_user(
             gstart[ng] = p
             ng += 1
         else:
+            if policy in (POLICY_OPTIMISTIC, POLICY_PESSIMISTIC) and _reads_judgments(ops):
+                # equal relevance: judged items first (optimistic) or last (pessimistic), by a
+                # stable sort before the sort by relevance
+                for a in range(p, q):
+                    tkey[a] = 1.0 if (prow[a] >= 0) == (policy == POLICY_OPTIMISTIC) else 0.0
+                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             if policy != POLICY_FIRST:
                 for a in range(p, q):
                     if policy == POLICY_TREC:
@@ -537,6 +828,11 @@ def _score_user(
         thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
         ideal_buf,
     )  # fmt: skip
+    if cascade is not None:  # pruned, with the call, when None (see _cascade_metrics)
+        _cascade_metrics(
+            u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, t_rel, ts, te, thresholds,
+            ops, ks, thr_idx, gain_idx, fpar, out, nrel, tkey_buf, perm_buf, itmp_buf, cbuf,
+        )  # fmt: skip
     return STATUS_OK
 
 
@@ -577,9 +873,11 @@ def _rank_chunk(
     nrel: np.ndarray,
     status: np.ndarray,
     t_match: np.ndarray,
+    cascade: np.ndarray | None,
 ) -> None:
     """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
     tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
+    ``cascade`` is None when no cascade metric is asked for (:func:`_cascade_metrics`).
     np.empty only, filled by loops: np.zeros and np.full would each compile their own
     implementations on a first run."""
     n_users = t_off.shape[0] - 1
@@ -619,12 +917,14 @@ def _rank_chunk(
     itmp_buf = np.empty(m_max, dtype=np.int64)
     ftmp_buf = np.empty(m_max, dtype=np.float64)
     ideal_buf = np.empty(nt_max, dtype=np.float64)
+    cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
     for u in range(lo, hi):
         status[u] = _score_user(
             u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
             thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
             tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
             gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+            cascade, cbuf,
         )  # fmt: skip
 
 
@@ -719,8 +1019,15 @@ def rank_users(
     n_users = t_off.shape[0] - 1
     outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
     step = (n_users + n_chunks - 1) // n_chunks
-    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs)
+    cascade = cascade_flag(ops)
+    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs, cascade)
     return outputs  # type: ignore[no-any-return]
+
+
+def cascade_flag(ops: np.ndarray) -> np.ndarray | None:
+    """The kernels' ``cascade`` argument: None unless a cascade metric (opcode >= ``OP_ERR``)
+    is asked for, so that Numba compiles their code only then (:func:`_cascade_metrics`)."""
+    return np.zeros(0, dtype=np.int64) if bool((ops >= OP_ERR).any()) else None
 
 
 def duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray) -> np.ndarray:

@@ -60,7 +60,14 @@ __all__ = [
 ]
 
 ParamValue = float | int | str | tuple[tuple[float, float], ...] | None
-ParamKind = Literal["threshold", "positive", "number", "fraction", "choice", "gain", "word"]
+ParamKind = Literal[
+    "threshold", "positive", "grade", "number", "fraction", "choice", "gain", "word"
+]
+"""How a parameter's value is checked: ``threshold`` and ``positive``, a finite number > 0;
+``grade``, a finite number > 0 that bounds the relevance values (a truth relevance above it is
+an input error, raised when the data is read); ``number``, any finite number; ``fraction``, a
+number strictly between 0 and 1; ``choice``, one of ``choices``; ``gain``, one of ``choices``
+or a map ``{relevance: gain}``; ``word``, a column name or a value (``by=genre``)."""
 Family = Literal["ranking", "classification", "rating", "beyond"]
 """What a metric judges: ranked lists against truth (``ranking``), scored rows with 0/1
 labels (``classification``), predicted ratings (``rating``), or the lists themselves
@@ -134,7 +141,7 @@ class Param:
     def validate(self, metric: str, value: object) -> ParamValue:
         """Return ``value`` in canonical form, or raise :class:`MetricError`."""
         where = f"parameter `{self.name}` of {metric}"
-        if self.kind in ("threshold", "positive"):
+        if self.kind in ("threshold", "positive", "grade"):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 msg = f"{where} must be a number > 0; got {value!r}."
                 raise MetricError(msg)
@@ -238,6 +245,10 @@ class MetricSpec:
     needs_items: bool = False
     """Reads item categories or groups from a column of the item table (``items=``): the
     metric's ``by``, else the categorical columns of ``item_features``."""
+    ties_past_cutoff: bool = False
+    """Under ``ties="expected"``, items tied with the K-th item past the cutoff share the
+    attention of the list's positions: the metric reads recommendations beyond K (a model
+    source's top-K lists do not hold them)."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -633,6 +644,7 @@ def _ranking(
     properties: frozenset[str] = _BOUNDED,
     aggregation_by: tuple[str, tuple[tuple[str, Aggregation], ...]] | None = None,
     one_item: OneItem | None = None,
+    higher_is_better: bool = True,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -642,6 +654,7 @@ def _ranking(
             params=(_REL, *params),
             aliases=aliases,
             cutoff=cutoff,
+            higher_is_better=higher_is_better,
             bounds=bounds,
             references=references,
             variants=variants,
@@ -802,6 +815,123 @@ R_PRECISION = _ranking(
     variants="equals trec_eval Rprec and ranx r-precision",
 )
 
+
+# ------------------------------------------- cascade metrics and incomplete judgments
+# docs/metrics.md "Cascade metrics and incomplete judgments" and docs/ir_metrics.md. An item is
+# judged when the user has a truth row for it (any relevance); bpref's judged non-relevant items
+# are the truth rows with 0 <= relevance < threshold (trec_eval: a negative relevance is not a
+# judgment for bpref).
+
+_PERSISTENCE = Param(
+    "p",
+    0.8,
+    "fraction",
+    "persistence: the probability that the user goes on from one position to the next "
+    "(Moffat & Zobel suggest 0.5, 0.8 or 0.95; ir_measures' default is 0.8)",
+)
+ERR = _ranking(
+    "err",
+    "Expected reciprocal rank: the expected reciprocal of the position where a cascade user "
+    "stops, stopping at an item of grade g with probability R(g) = (2^g - 1) / 2^max_grade.",
+    "sum_{j<=K} R_j / j * prod_{i<j} (1 - R_i), R = (2^max(rel, 0) - 1) / 2^max_grade",
+    params=(
+        Param(
+            "max_grade",
+            4,
+            "grade",
+            "the largest relevance grade of the scale: R(max_grade) = 1 - 2^-max_grade "
+            "(4: gdeval and ir_measures ERR@K, the TREC Web track's 0..4 scale; 1 for binary "
+            "relevance); a truth relevance above it is an input error",
+        ),
+    ),
+    aliases=("expected_reciprocal_rank",),
+    references=(
+        "Chapelle, Metzler, Zhang & Grinspan, Expected reciprocal rank for graded relevance "
+        "(CIKM 2009)",
+        "gdeval.pl (TREC Web track), ir_measures ERR@K",
+    ),
+    variants=(
+        "max_grade=4 equals gdeval's and ir_measures' ERR@K (which print 5 decimals); another "
+        "scale's top grade goes in max_grade"
+    ),
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
+RBP = _ranking(
+    "rbp",
+    "Rank-biased precision: the expected rate of gain of a user who reads on from each position "
+    "with probability p; binary by default, graded with gain=.",
+    "(1 - p) * sum_{j<=K} g_j * p^(j - 1); g = [rel >= t] (binary) or gain(rel) when rel >= t",
+    params=(
+        _PERSISTENCE,
+        Param(
+            "gain",
+            "binary",
+            "gain",
+            "the gain of a relevant item (relevance >= the threshold; other items gain 0): "
+            "binary = 1 (Moffat & Zobel), linear = the relevance (ranx rbp, ir_measures RBP "
+            "without rel), exp = 2^rel - 1, or a map {relevance: gain}",
+            choices=("binary", "linear", "exp"),
+        ),
+    ),
+    aliases=("rank_biased_precision",),
+    bounds=(0.0, math.inf),
+    references=(
+        "Moffat & Zobel, Rank-biased precision for measurement of retrieval effectiveness "
+        "(TOIS 2008)",
+    ),
+    variants=(
+        "gain=binary equals ir_measures RBP(p, rel=t) (cwl_eval) and trectools get_rbp "
+        "(binary_topical_relevance=True); gain=linear equals ranx rbp.p and, for relevance "
+        "grades that are integers with t = 1, ir_measures RBP(p) (trectools, graded); values "
+        "lie in [0, 1] with gain=binary"
+    ),
+    properties=frozenset({"nonnegative", "order_invariant"}),
+)
+RBP_RESIDUAL = _ranking(
+    "rbp_residual",
+    "The residual of rank-biased precision: how much binary RBP@K could still grow if every "
+    "unjudged item in the top K were relevant and the ranking went on relevant past depth d "
+    "(d = K, or the list's length without @K).",
+    "(1 - p) * sum_{j<=K, item j unjudged} p^(j - 1) + p^d",
+    params=(_PERSISTENCE,),
+    aliases=("rbp_res",),
+    references=(
+        "Moffat & Zobel, Rank-biased precision for measurement of retrieval effectiveness "
+        "(TOIS 2008)",
+    ),
+    variants=(
+        "equals trectools get_rbp's residual at depth K; without @K trectools' depth is "
+        "unbounded (no p^d term), receval's is the list's length"
+    ),
+    properties=frozenset({"bounded01", "order_invariant"}),
+    higher_is_better=False,
+)
+BPREF = _ranking(
+    "bpref",
+    "Binary preference: for each relevant item retrieved, the share of judged non-relevant "
+    "items that it precedes; unjudged items are ignored, so it is robust to incomplete "
+    "judgments.",
+    "(1 / R) sum_{relevant r in L@K} (1 - min(n_r, R) / min(R, N)), n_r = judged "
+    "non-relevant items above r, N = the user's judged non-relevant items",
+    references=(
+        "Buckley & Voorhees, Retrieval evaluation with incomplete information (SIGIR 2004)",
+        "trec_eval bpref",
+    ),
+    variants=(
+        "equals trec_eval bpref (pytrec_eval, ir_measures Bpref); with @K, trec_eval -M K. "
+        "ranx bpref drops relevance-0 judgments and is not matched"
+    ),
+)
+JUDGED = _ranking(
+    "judged",
+    "Judgment rate: the share of the first K recommendations that have a truth row (judged "
+    "relevant or not); shows how incomplete the judgments of a ranking are.",
+    "|{i in L@K : i has a truth row}| / min(K, |L|)",
+    aliases=("judged_rate",),
+    references=("ir_measures Judged@K (after OpenNIR)",),
+    variants="equals ir_measures Judged@K",
+    properties=frozenset({"bounded01", "order_invariant"}),
+)
 
 # ------------------------------------------------------------- pointwise classification
 # Computed over the recommendation rows: the label of a row is 1 when its item is relevant for
@@ -1088,6 +1218,7 @@ def _beyond(
     needs_item_features: bool = False,
     needs_history: bool = False,
     needs_items: bool = False,
+    ties_past_cutoff: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -1107,6 +1238,7 @@ def _beyond(
             needs_item_features=needs_item_features,
             needs_history=needs_history,
             needs_items=needs_items,
+            ties_past_cutoff=ties_past_cutoff,
         )
     )
 
@@ -1353,6 +1485,7 @@ AWRF = _beyond(
     ),
     variants="the divergence itself (lower is fairer), as Raj & Ekstrand report AWRF",
     needs_items=True,
+    ties_past_cutoff=True,
 )
 _EE_PARAMS = (_REL, _PATIENCE)
 _EE_REFS = ("Diaz et al., Evaluating stochastic rankings with expected exposure (CIKM 2020)",)
@@ -1373,6 +1506,7 @@ EE_LOSS = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 EE_DISPARITY = _beyond(
     "ee_disparity",
@@ -1386,6 +1520,7 @@ EE_DISPARITY = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 EE_RELEVANCE = _beyond(
     "ee_relevance",
@@ -1398,6 +1533,7 @@ EE_RELEVANCE = _beyond(
     references=_EE_REFS,
     variants=_EE_VARIANTS,
     properties=_NONNEG,
+    ties_past_cutoff=True,
 )
 GROUP_SHARE = _beyond(
     "group_share",
