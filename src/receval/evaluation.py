@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, Literal, get_args
 
 from receval._errors import InputError, check_choice
-from receval.data.io import ROLES, Inputs, check_exists
-from receval.data.layout import IdTypeArg, check_column_names, check_id_type
+from receval.data.io import Inputs, check_exists
+from receval.data.layout import IdTypeArg
 from receval.data.segments import resolve_segments
 from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
 from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
-from receval.engines.spark import check_spark_options, evaluate_spark, is_spark_frame
+from receval.engines.spark import _evaluate_spark, check_spark_options, is_spark_frame
 from receval.engines.stream import evaluate_stream
-from receval.families.contract import NoRecsPolicy, TiesPolicy, check_policies, check_threshold
+from receval.families.contract import NoRecsPolicy, Options, TiesPolicy
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
 from receval.metrics.sampling import Sampling
@@ -208,35 +209,16 @@ def evaluate(
     if segments is not None:
         return _with_segments(dict(locals()))  # every argument, as given
     check_choice("engine", engine, get_args(Engine))
-    kinds = check_id_type(id_type)
     use_spark = engine == "spark" or (
         engine == "auto" and any(map(is_spark_frame, (truth, recs, train, items)))
     )
     partitions = check_spark_options(spark, partitions, use_spark)
-    order_option = "score_col" if rank_col is None else "rank_col"
-    ids = {"user_col": user_col, "item_col": item_col}
-    check_column_names({**ids, order_option: score_col if rank_col is None else rank_col}, "recs")
-    relevance = {"relevance_col": relevance_col} if relevance_col is not None else {}
-    check_column_names({**ids, **relevance}, "truth")
-    inputs = Inputs.of(columns, input_format, user_col, item_col)
-    for role in ROLES:  # an input's own id column names, where columns= gives them
-        own_user, own_item = inputs.columns[role]
-        if (own_user, own_item) == (user_col, item_col):
-            continue
-        named = {f"columns[{role!r}]['user']": own_user} if role != "items" else {}
-        named[f"columns[{role!r}]['item']"] = own_item
-        if role == "recs":
-            named[order_option] = score_col if rank_col is None else rank_col
-        check_column_names({**named, **(relevance if role == "truth" else {})}, role)
-    options = {
-        "train": train, "items": items, "item_features": item_features,
-        "rating_range": rating_range,
-    }  # fmt: skip
-    request: dict[str, Any] = {
-        "user_col": user_col, "item_col": item_col, "score_col": score_col, "rank_col": rank_col,
-        "relevance_col": relevance_col, "ties": ties, "relevance_threshold": relevance_threshold,
-        "no_recs": no_recs,
-    }  # fmt: skip
+    options = Options.of(
+        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
+        no_recs=no_recs, train=train, items=items, item_features=item_features,
+        rating_range=rating_range, id_type=id_type, columns=columns, input_format=input_format,
+    )  # fmt: skip
     if use_spark and sampling is not None:
         msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
         raise InputError(msg)
@@ -247,17 +229,12 @@ def evaluate(
                 "the Spark engine takes recommendation tables (receval.topk builds one)."
             )
             raise InputError(msg)
-        return evaluate_spark(
-            truth, recs, metrics, spark=spark, partitions=partitions, id_type=kinds,
-            columns=columns, input_format=input_format, **request, **options,
-        )  # fmt: skip
+        return _evaluate_spark(truth, recs, parse_metrics(metrics), options, spark, partitions)
     if engine in ("local", "stream"):
         truth, recs, options = _local_inputs(truth, recs, options)
     for role in ("train", "items"):  # a path given must exist, whether a metric reads it or not
-        check_exists(options[role], role)
+        check_exists(getattr(options, role), role)
     plan = parse_metrics(metrics)
-    check_policies(ties, no_recs)
-    threshold = check_threshold(relevance_threshold)
     if is_model(recs) and engine == "stream":
         msg = (
             "a model source (FactorModel, ScoreModel) is already scored in blocks of users by "
@@ -270,17 +247,13 @@ def evaluate(
             msg = "sampling= runs on the local engine; leave engine= out."
             raise InputError(msg)
         return evaluate_sampled(
-            truth, recs, plan, sampling, inputs=inputs, kinds=kinds, score_col=score_col,
-            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-            exclude=exclude, candidates=candidates, block_memory=block_memory,
-            excluded_truth=excluded_truth, progress=progress, rank_col=rank_col,
+            truth, recs, plan, sampling, options, exclude=exclude, candidates=candidates,
+            block_memory=block_memory, excluded_truth=excluded_truth, progress=progress,
         )  # fmt: skip
     if is_model(recs):
-        return evaluate_model(  # type: ignore[no-any-return]
-            truth, recs, plan, inputs=inputs, kinds=kinds, relevance_col=relevance_col,
-            ties=ties, threshold=threshold, no_recs=no_recs, options=options, exclude=exclude,
-            candidates=candidates, block_memory=block_memory, excluded_truth=excluded_truth,
-            progress=progress, rank_col=rank_col,
+        return evaluate_model(
+            truth, recs, plan, options, exclude=exclude, candidates=candidates,
+            block_memory=block_memory, excluded_truth=excluded_truth, progress=progress,
         )  # fmt: skip
     if exclude is not None or candidates is not None:
         msg = (
@@ -289,16 +262,8 @@ def evaluate(
         )
         raise InputError(msg)
     if engine == "stream":
-        return evaluate_stream(
-            truth, recs, plan, inputs=inputs, kinds=kinds, score_col=score_col,
-            rank_col=rank_col, relevance_col=relevance_col, ties=ties, threshold=threshold,
-            no_recs=no_recs, options=options, block_bytes=parse_memory(block_memory),
-        )  # fmt: skip
-    return evaluate_local(
-        truth, recs, plan, inputs=inputs, kinds=kinds, score_col=score_col, rank_col=rank_col,
-        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-        options=options,
-    )  # fmt: skip
+        return evaluate_stream(truth, recs, plan, options, block_bytes=parse_memory(block_memory))
+    return evaluate_local(truth, recs, plan, options)
 
 
 def _with_segments(args: dict[str, Any]) -> Result:
@@ -344,9 +309,7 @@ def _with_segments(args: dict[str, Any]) -> Result:
     return whole.with_segments(frame, results)
 
 
-def _local_inputs(
-    truth: Any, recs: Any, options: dict[str, Any]
-) -> tuple[Any, Any, dict[str, Any]]:
+def _local_inputs(truth: Any, recs: Any, options: Options) -> tuple[Any, Any, Options]:
     """engine="local" with pyspark DataFrames: collect them to the driver as Arrow tables."""
 
     def local(data: Any) -> Any:
@@ -354,5 +317,5 @@ def _local_inputs(
             return data
         return data.toArrow() if hasattr(data, "toArrow") else data.toPandas()
 
-    options = {**options, "train": local(options["train"]), "items": local(options["items"])}
+    options = replace(options, train=local(options.train), items=local(options.items))
     return local(truth), local(recs), options

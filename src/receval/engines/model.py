@@ -49,11 +49,9 @@ from receval.data.layout import (
 )
 from receval.families.beyond import beyond_part, read_train, unify_items
 from receval.families.contract import (
-    Context,
-    NoRecsPolicy,
+    Options,
     Part,
     Prepared,
-    TiesPolicy,
     merge,
     no_evaluated_message,
     per_user_frame,
@@ -71,6 +69,7 @@ from receval.families.ranking import (
 from receval.kernels import model as MK
 from receval.kernels.ranking import frozen
 from receval.metrics.registry import Metric
+from receval.metrics.result import Result
 
 __all__ = ["FactorModel", "ScoreModel", "evaluate_model", "is_model", "topk"]
 
@@ -1144,32 +1143,25 @@ def evaluate_model(
     truth: Any,
     model: Model,
     plan: tuple[Metric, ...],
+    options: Options,
     *,
-    inputs: Inputs,
-    kinds: dict[str, IdType],
-    relevance_col: str | None,
-    ties: TiesPolicy,
-    threshold: float,
-    no_recs: NoRecsPolicy,
-    options: dict[str, Any],
     exclude: Any,
     candidates: Any,
     block_memory: object,
     excluded_truth: str,
     progress: bool,
-    rank_col: str | None,
-) -> Any:
+) -> Result:
     """:func:`receval.evaluate` with a model in place of recs (options already checked)."""
-
-    if rank_col is not None:
+    if options.rank_col is not None:
         msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
         raise InputError(msg)
     check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
     block_bytes = parse_memory(block_memory)
+    inputs, kinds, ties = options.inputs, options.kinds, options.ties
     k_beyond = check_model_metrics(plan, ties)
-    user_col, item_col = inputs.user_col, inputs.item_col
-    given = relevance_col is not None
-    rel_col = relevance_col or "relevance"
+    user_col, item_col = options.user_col, options.item_col
+    given = options.relevance_col is not None
+    rel_col = options.relevance_name
     t_raw = inputs.read(truth, "truth", rel_col)
     has_relevance = given or rel_col in t_raw.columns
     if not has_relevance:
@@ -1210,21 +1202,17 @@ def evaluate_model(
         lists = _marker_rows(scan, setup, t_grp.keys, user_col, item_col)
     r_grp = group_by_user(lists, user_col)
     u2r = match_users(t_grp.keys, r_grp.keys)
-    context = Context(
-        train=options["train"], items=options["items"], item_features=options["item_features"],
-        rating_range=options["rating_range"], has_relevance=has_relevance, id_type=kinds,
-        inputs=inputs,
-    )  # fmt: skip
-    if options.get("items") is None:  # the beyond metrics' catalog: the model's items
+    context = options.context(has_relevance=has_relevance)
+    if options.items is None:  # the beyond metrics' catalog: the model's items
         catalog = setup.catalog.ids.alias(item_col).sort()
         context = replace(context, catalog=catalog, catalog_source="model")
     prep, _ = match(
         (), t_grp, r_grp, u2r, user_col=user_col, item_col=item_col, relevance_col=rel_col,
-        order_col="score", by_rank=False, ties=ties, threshold=threshold, no_recs=no_recs,
-        context=context,
+        order_col="score", by_rank=False, ties=ties, threshold=options.threshold,
+        no_recs=options.no_recs, context=context,
     )  # fmt: skip
-    if options.get("train") is not None:
-        prep = _train_candidates(prep, setup, options["train"])
+    if options.train is not None:
+        prep = _train_candidates(prep, setup, options.train)
     n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
     parts: list[Part] = []
     if ranking:
@@ -1240,10 +1228,7 @@ def evaluate_model(
         parts.append(beyond_part(beyond, prep))
     if not ranking and prep.counts.evaluated == 0:
         raise InputError(no_evaluated_message(prep.threshold))
-    settings = {
-        "ties": ties, "relevance_threshold": prep.threshold, "no_recs": no_recs,
-        "relevance_col": rel_col if has_relevance else None, "model": dict(setup.facts),
-    }  # fmt: skip
+    settings = {**options.settings(has_relevance), "model": dict(setup.facts)}
     _warn_facts(setup.facts)
     return merge(plan, parts, prep, settings)
 

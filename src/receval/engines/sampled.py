@@ -33,7 +33,7 @@ from receval.engines.model import (
     is_model,
     parse_memory,
 )
-from receval.families.contract import NoRecsPolicy, TiesPolicy, warn_unused_relevance
+from receval.families.contract import Options, TiesPolicy, warn_unused_relevance
 from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
@@ -49,20 +49,13 @@ def evaluate_sampled(
     recs: Any,
     plan: tuple[Metric, ...],
     sampling: Sampling,
+    options: Options,
     *,
-    inputs: Inputs,
-    kinds: dict[str, IdType],
-    score_col: str,
-    relevance_col: str | None,
-    ties: TiesPolicy,
-    threshold: float,
-    no_recs: NoRecsPolicy,
     exclude: Any,
     candidates: Any,
     block_memory: object,
     excluded_truth: str,
     progress: bool,
-    rank_col: str | None,
 ) -> Result:
     """:func:`receval.evaluate` with ``sampling=`` (options already checked)."""
     if not isinstance(sampling, Sampling):
@@ -71,12 +64,13 @@ def evaluate_sampled(
             f"correction='rescale'); got {type(sampling).__name__}."
         )
         raise InputError(msg)
-    if rank_col is not None:
+    inputs, kinds, ties, threshold = options.inputs, options.kinds, options.ties, options.threshold
+    if options.rank_col is not None:
         msg = "rank_col is not supported with sampling=: the sampled ranks come from scores."
         raise InputError(msg)
     tagged = check_sampled_metrics(plan, sampling.tag)
     block_bytes = parse_memory(block_memory)
-    t_frame, rel_col, has_relevance = _read_truth(truth, inputs, kinds, relevance_col)
+    t_frame, rel_col, has_relevance = _read_truth(truth, inputs, kinds, options.relevance_col)
     if is_model(recs):
         if sampling.catalog_size is not None:
             msg = (
@@ -97,7 +91,7 @@ def evaluate_sampled(
             )
             raise InputError(msg)
         found = _from_table(
-            t_frame, recs, sampling, inputs=inputs, kinds=kinds, score_col=score_col,
+            t_frame, recs, sampling, inputs=inputs, kinds=kinds, score_col=options.score_col,
             rel_col=rel_col, ties=ties, threshold=threshold,
         )  # fmt: skip
     keys, queries, evaluated, no_recs_users, facts = found
@@ -112,6 +106,7 @@ def evaluate_sampled(
         )
         raise InputError(msg)
     n_no_recs = int((evaluated & no_recs_users).sum())
+    no_recs = options.no_recs
     if n_no_recs and no_recs == "raise":
         shown = keys.filter(pl.Series(evaluated & no_recs_users)).head(5).to_list()
         msg = (
@@ -126,8 +121,7 @@ def evaluate_sampled(
         recs_not_in_truth=0,
     )  # fmt: skip
     settings = {
-        "ties": ties, "relevance_threshold": threshold, "no_recs": no_recs,
-        "relevance_col": rel_col if has_relevance else None, "sampling": sampling.to_dict(),
+        **options.settings(has_relevance), "sampling": sampling.to_dict(),
         "model" if is_model(recs) else "candidates_table": facts,
     }  # fmt: skip
     return Result(tagged, means, per_user, counts, settings, details)

@@ -42,11 +42,10 @@ from receval.families import beyond as B
 from receval.families.contract import (
     Context,
     NoRecsPolicy,
+    Options,
     Part,
     TiesPolicy,
     check_inputs,
-    check_policies,
-    check_threshold,
     join_per_user,
     no_evaluated_message,
     warn_unused_relevance,
@@ -84,30 +83,65 @@ def per_user_metrics(plan: tuple[Metric, ...]) -> list[str]:
 @dataclass(frozen=True)
 class ShardSpec:
     """What every shard needs: the request, the options and the global context (pickled
-    to Spark executors once per job)."""
+    to Spark executors once per job).
+
+    ``options`` are :func:`receval.evaluate`'s, checked (:class:`Options`), without ``train``
+    and ``items``: what the shards read of them travels in ``context``."""
 
     metrics: tuple[str, ...]
-    user_col: str
-    item_col: str
-    order_col: str
-    by_rank: bool
-    relevance_col: str
+    options: Options
     has_relevance: bool
-    ties: TiesPolicy
-    threshold: float
-    no_recs: NoRecsPolicy
     context: Context = field(default_factory=Context)
+
+    @staticmethod
+    def of(plan: tuple[Metric, ...], options: Options, has_relevance: bool) -> ShardSpec:
+        """The spec of ``plan`` with ``options`` (``train`` and ``items`` left out)."""
+        return ShardSpec(
+            metrics=tuple(m.canonical for m in plan),
+            options=replace(options, train=None, items=None),
+            has_relevance=has_relevance,
+        )
 
     @property
     def plan(self) -> tuple[Metric, ...]:
         return parse_metrics(self.metrics)
 
     @property
+    def user_col(self) -> str:
+        return self.options.user_col
+
+    @property
+    def item_col(self) -> str:
+        return self.options.item_col
+
+    @property
+    def order_col(self) -> str:
+        return self.options.order_col
+
+    @property
+    def by_rank(self) -> bool:
+        return self.options.by_rank
+
+    @property
+    def relevance_col(self) -> str:
+        """Truth's relevance column in every shard (``"relevance"`` when not named)."""
+        return self.options.relevance_name
+
+    @property
+    def ties(self) -> TiesPolicy:
+        return self.options.ties
+
+    @property
+    def threshold(self) -> float:
+        return self.options.threshold
+
+    @property
+    def no_recs(self) -> NoRecsPolicy:
+        return self.options.no_recs
+
+    @property
     def settings(self) -> dict[str, Any]:
-        return {
-            "ties": self.ties, "relevance_threshold": self.threshold, "no_recs": self.no_recs,
-            "relevance_col": self.relevance_col if self.has_relevance else None,
-        }  # fmt: skip
+        return self.options.settings(self.has_relevance)
 
 
 @dataclass
@@ -311,30 +345,6 @@ class Merger:
 # ------------------------------------------------------------------ context and driver
 
 
-def spec_of(
-    metrics: Any,
-    *,
-    user_col: str,
-    item_col: str,
-    score_col: str,
-    rank_col: str | None,
-    relevance_col: str | None,
-    has_relevance: bool,
-    ties: TiesPolicy,
-    relevance_threshold: float,
-    no_recs: NoRecsPolicy,
-) -> ShardSpec:
-    """The :class:`ShardSpec` of a request (options checked as :func:`receval.evaluate`)."""
-    plan = parse_metrics(metrics)
-    check_policies(ties, no_recs)
-    return ShardSpec(
-        metrics=tuple(m.canonical for m in plan), user_col=user_col, item_col=item_col,
-        order_col=rank_col if rank_col is not None else score_col, by_rank=rank_col is not None,
-        relevance_col=relevance_col or "relevance", has_relevance=has_relevance, ties=ties,
-        threshold=check_threshold(relevance_threshold), no_recs=no_recs,
-    )  # fmt: skip
-
-
 @dataclass(frozen=True)
 class Sources:
     """Where an engine finds what the global context is made of (the local frames, or Spark).
@@ -457,10 +467,15 @@ def evaluate_sharded(
     ranges, or hashed keys) and reduced part by part, and everything is merged as the Spark
     engine merges it. The result equals :func:`receval.evaluate`'s.
     """
-    order_col = rank_col if rank_col is not None else score_col
-    rel_name = relevance_col or "relevance"
-    inputs = Inputs.of(columns, input_format, user_col, item_col)
-    user_col, item_col = inputs.user_col, inputs.item_col
+    options = Options.of(
+        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
+        no_recs=no_recs, train=train, items=items, item_features=item_features,
+        rating_range=rating_range, columns=columns, input_format=input_format,
+    )  # fmt: skip
+    inputs = options.inputs
+    user_col, item_col = options.user_col, options.item_col
+    order_col, rel_name = options.order_col, options.relevance_name
     t = inputs.read(truth, "truth", rel_name)
     r = inputs.read(recs, "recs", order_col)
     for frame, role in ((t, "truth"), (r, "recs")):
@@ -476,14 +491,8 @@ def evaluate_sharded(
     if train is not None:  # read once: the in-train count and popularity
         kind = pl.String if r.schema.get(item_col) == pl.String else pl.Int64
         pairs = B.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
-    options = Context(train=pairs, items=items, item_features=item_features,
-                      rating_range=rating_range)  # fmt: skip
-    spec = spec_of(
-        metrics, user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-        relevance_col=relevance_col, has_relevance=has_relevance, ties=ties,
-        relevance_threshold=relevance_threshold, no_recs=no_recs,
-    )  # fmt: skip
-    plan = spec.plan
+    plan = parse_metrics(metrics)
+    spec = ShardSpec.of(plan, options, has_relevance)
     check_inputs(
         t.head(1),
         r.head(1),
@@ -492,7 +501,8 @@ def evaluate_sharded(
         order_col=order_col,
         by_rank=spec.by_rank,
     )  # columns and types; values are checked in each shard
-    context = build_context(plan, options, _local_sources(t, r, spec, inputs))
+    family_options = replace(options, train=pairs).context()  # train read once
+    context = build_context(plan, family_options, _local_sources(t, r, spec, inputs))
     spec = replace(spec, context=context)
 
     t_users, r_users = t[user_col].unique(), r[user_col].unique()

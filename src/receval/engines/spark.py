@@ -44,7 +44,6 @@ from receval.data.layout import (
     IdType,
     IdTypeArg,
     check_frame,
-    check_id_type,
     not_integer_message,
     unify_ids,
 )
@@ -56,12 +55,12 @@ from receval.engines.shard import (
     build_context,
     per_user_metrics,
     run_shard,
-    spec_of,
 )
 from receval.families import beyond as B
 from receval.families.beyond import check_train_columns, join_key_type, read_train, unify_items
-from receval.families.contract import Context, check_inputs, warn_unused_relevance
+from receval.families.contract import Options, check_inputs, warn_unused_relevance
 from receval.families.states import GlobalState
+from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
 
 __all__ = [
@@ -525,20 +524,32 @@ def evaluate_spark(
     local one); ``partitions``: how many user shards (default: about 2 million rows each, at
     most ``spark.sql.shuffle.partitions``). Every option is checked before any Spark job.
     """
-    kinds = check_id_type(id_type)
     partitions = check_spark_options(spark, partitions)
-    inputs = Inputs.of(columns, input_format, user_col, item_col)
-    user_col, item_col = inputs.user_col, inputs.item_col  # every frame gets truth's names
+    options = Options.of(
+        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
+        no_recs=no_recs, train=train, items=items, item_features=item_features,
+        rating_range=rating_range, id_type=id_type, columns=columns, input_format=input_format,
+    )  # fmt: skip
+    plan = parse_metrics(metrics)
+    return _evaluate_spark(truth, recs, plan, options, spark, partitions)
+
+
+def _evaluate_spark(
+    truth: Any,
+    recs: Any,
+    plan: tuple[Metric, ...],
+    options: Options,
+    spark: Any,
+    partitions: int | None,
+) -> Result:
+    """:func:`evaluate_spark` with its metrics and options checked (``partitions`` too)."""
+    inputs, kinds = options.inputs, options.kinds
+    user_col, item_col = options.user_col, options.item_col  # every frame gets truth's names
     _pyspark()
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    request = {
-        "user_col": user_col, "item_col": item_col, "score_col": score_col,
-        "rank_col": rank_col, "relevance_col": relevance_col, "ties": ties,
-        "relevance_threshold": relevance_threshold, "no_recs": no_recs,
-    }  # fmt: skip
-    spec_of(metrics, has_relevance=True, **request)  # metrics and options, before any job
     if spark is None:
         for data in (recs, truth):
             if is_spark_frame(data):
@@ -549,8 +560,7 @@ def evaluate_spark(
     if id(spark) not in _checked:
         check_executors(spark)
         _checked.add(id(spark))
-    order_col = rank_col if rank_col is not None else score_col
-    rel_name = relevance_col or "relevance"
+    order_col, rel_name = options.order_col, options.relevance_name
     read = []
     sides: tuple[tuple[Any, Role, str], ...] = (
         (truth, "truth", rel_name), (recs, "recs", order_col),
@@ -561,12 +571,12 @@ def evaluate_spark(
         frame = _as_spark(spark, data, role, cols, inputs.formats[role])
         read.append(_rename_spark(frame, role, own, (user_col, item_col)))
     t, r = read
-    has_relevance = relevance_col is not None or rel_name in t.columns
+    has_relevance = options.relevance_col is not None or rel_name in t.columns
     if not has_relevance:
         warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=3)
     if not has_relevance and user_col in t.columns and item_col in t.columns:
         t = t.select(user_col, item_col).withColumn(rel_name, F.lit(1.0))
-    spec = spec_of(metrics, has_relevance=has_relevance, **request)
+    spec = ShardSpec.of(plan, options, has_relevance)
     plan = spec.plan
     t_empty, r_empty = _empty_like(t), _empty_like(r)
     check_inputs(
@@ -597,13 +607,12 @@ def evaluate_spark(
         F.col(order_col).cast("double").alias("__v"),
     )
     kind = pl.String if item_type == pl.String else pl.Int64
+    train = options.train
     if train is not None and not is_spark_frame(train):  # a local train, read once
         train = read_train(train, user_col, item_col, kind, kinds, inputs, unify=False)
-    options = Context(train=train, items=items, item_features=item_features,
-                      rating_range=rating_range)  # fmt: skip
     with _executor_errors():
         sources = _spark_sources(spec, t, r, item_type, kinds, inputs)
-        context = build_context(plan, options, sources)
+        context = build_context(plan, replace(options, train=train).context(), sources)
     spec = replace(spec, context=context)
 
     rows = (

@@ -25,7 +25,7 @@ import polars as pl
 
 from receval._errors import InputError
 from receval.data.io import Inputs, Role, check_exists, format_of
-from receval.data.layout import IdTypeArg, cast_ids, check_column_names, check_id_type
+from receval.data.layout import IdTypeArg, cast_ids
 from receval.engines.shard import (
     Merger,
     ShardOutput,
@@ -33,17 +33,16 @@ from receval.engines.shard import (
     Sources,
     build_context,
     run_shard,
-    spec_of,
 )
 from receval.families import beyond as B
 from receval.families.contract import (
     Context,
     NoRecsPolicy,
+    Options,
     TiesPolicy,
-    check_policies,
     warn_unused_relevance,
 )
-from receval.metrics.registry import Metric
+from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
 
 __all__ = ["Evaluator", "evaluate_stream"]
@@ -198,38 +197,42 @@ class Evaluator:
         input_format: str | Mapping[str, str] | None = None,
         sorted_by_user: bool = False,
     ) -> None:
-        check_policies(ties, no_recs)
         if not isinstance(sorted_by_user, bool):
             msg = f"sorted_by_user must be True or False; got {sorted_by_user!r}."
             raise InputError(msg)
-        order_option = "score_col" if rank_col is None else "rank_col"
-        ids = {"user_col": user_col, "item_col": item_col}
-        check_column_names(
-            {**ids, order_option: score_col if rank_col is None else rank_col}, "recs"
-        )
-        if relevance_col is not None:
-            check_column_names({**ids, "relevance_col": relevance_col}, "truth")
-        self._inputs = Inputs.of(columns, input_format, user_col, item_col)
-        self._kinds = check_id_type(id_type)
-        self._relevance_col = relevance_col
-        self._order_col = score_col if rank_col is None else rank_col
-        self._sorted = sorted_by_user
-        # the request, checked as evaluate checks it; has_relevance is set by the first block
-        self._spec = spec_of(
-            metrics, user_col=user_col, item_col=item_col, score_col=score_col,
-            rank_col=rank_col, relevance_col=relevance_col, has_relevance=relevance_col is not None,
-            ties=ties, relevance_threshold=relevance_threshold, no_recs=no_recs,
+        options = Options.of(
+            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
+            no_recs=no_recs, train=train, items=items, item_features=item_features,
+            rating_range=rating_range, id_type=id_type, columns=columns,
+            input_format=input_format,
         )  # fmt: skip
+        self._setup(parse_metrics(metrics), options, sorted_by_user)
+
+    @classmethod
+    def _of(cls, plan: tuple[Metric, ...], options: Options) -> Evaluator:
+        """An Evaluator of ``plan`` with options already checked (``engine="stream"``)."""
+        ev = cls.__new__(cls)
+        ev._setup(plan, options, sorted_by_user=False)
+        return ev
+
+    def _setup(self, plan: tuple[Metric, ...], options: Options, sorted_by_user: bool) -> None:
+        """The state before the first block."""
+        self._inputs = options.inputs
+        self._kinds = options.kinds
+        self._relevance_col = options.relevance_col
+        self._order_col = options.order_col
+        self._sorted = sorted_by_user
+        # the request; has_relevance is set by the first block
+        self._spec = ShardSpec.of(plan, options, has_relevance=options.relevance_col is not None)
         self._plan = self._spec.plan
-        if any(m.name == "nmae" for m in self._plan) and rating_range is None:
+        if any(m.name == "nmae" for m in self._plan) and options.rating_range is None:
             msg = (
                 "nmae needs rating_range=(r_min, r_max) when evaluating in blocks: the range "
                 "observed in truth is known only after the last block."
             )
             raise InputError(msg)
-        self._options = Context(
-            train=train, items=items, item_features=item_features, rating_range=rating_range,
-        )  # fmt: skip
+        self._options = options.context()  # the family options
         self._context: Context | None = None  # built with the first block
         self._kind: type[pl.DataType] | None = None  # item ids: pl.String or pl.Int64
         self._train: pl.DataFrame | None = None
@@ -371,7 +374,7 @@ class Evaluator:
         has = self._relevance_col is not None or rel in t.columns
         if self._has_relevance is None:
             self._has_relevance = has
-            self._spec = ShardSpec(**{**self._spec.__dict__, "has_relevance": has})
+            self._spec = replace(self._spec, has_relevance=has)
             self._merger.spec = self._spec
             if not has:
                 warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=4)
@@ -659,20 +662,7 @@ def _bucket_key(t_type: pl.DataType, r_type: pl.DataType, user_col: str, kind: s
 
 
 def evaluate_stream(
-    truth: Any,
-    recs: Any,
-    plan: tuple[Metric, ...],
-    *,
-    inputs: Inputs,
-    kinds: dict[str, Any],
-    score_col: str,
-    rank_col: str | None,
-    relevance_col: str | None,
-    ties: TiesPolicy,
-    threshold: float,
-    no_recs: NoRecsPolicy,
-    options: dict[str, Any],
-    block_bytes: int,
+    truth: Any, recs: Any, plan: tuple[Metric, ...], options: Options, *, block_bytes: int
 ) -> Result:
     """:func:`receval.evaluate` with ``engine="stream"``: the users are cut into blocks that
     each fit in ``block_bytes`` (about 200 bytes a row), each block evaluated by an
@@ -683,25 +673,16 @@ def evaluate_stream(
     order, so ``ties="first"`` is unchanged) in a temporary directory (``TMPDIR``; as large
     as the inputs), then the blocks are read back one at a time.
     """
+    inputs, kinds = options.inputs, options.kinds
     user_col, item_col = inputs.user_col, inputs.item_col
-    order_col = score_col if rank_col is None else rank_col
-    t_lf, t_file = _lazy(truth, "truth", inputs, relevance_col or "relevance")
-    r_lf, r_file = _lazy(recs, "recs", inputs, order_col)
-    by_role: dict[str, dict[str, str]] = {}
-    for role in ("train", "items"):
-        user, item = inputs.columns[role]
-        by_role[role] = {"item": item} if role == "items" else {"user": user, "item": item}
-    formats: dict[str, str] = {
-        str(r): str(f) for r, f in inputs.formats.items() if r in ("train", "items") and f
-    }
-    ev = Evaluator(
-        [m.canonical for m in plan], user_col=user_col, item_col=item_col,
-        score_col=score_col, rank_col=rank_col, relevance_col=relevance_col, ties=ties,
-        relevance_threshold=threshold, no_recs=no_recs, train=options["train"],
-        items=options["items"], item_features=options["item_features"],
-        rating_range=options["rating_range"], id_type=kinds, columns=by_role,
-        input_format=formats or None,
-    )  # fmt: skip
+    t_lf, t_file = _lazy(truth, "truth", inputs, options.relevance_name)
+    r_lf, r_file = _lazy(recs, "recs", inputs, options.order_col)
+    # the blocks come read, with truth's names; train and items keep their own
+    read = Inputs(
+        {**inputs.columns, "truth": (user_col, item_col), "recs": (user_col, item_col)},
+        {**inputs.formats, "truth": None, "recs": None},
+    )
+    ev = Evaluator._of(plan, replace(options, inputs=read))
     ev._check_users = False  # the blocks below hold disjoint users by construction
     t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
     for schema, role in ((t_schema, "truth"), (r_schema, "recs")):

@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice
-from receval.data.io import Inputs
-from receval.data.layout import Grouped, IdTypeArg, check_frame
+from receval.data.io import ROLES, Inputs
+from receval.data.layout import (
+    Grouped,
+    IdType,
+    IdTypeArg,
+    check_column_names,
+    check_frame,
+    check_id_type,
+)
 from receval.families.states import GlobalState, finish_states
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
@@ -34,6 +42,7 @@ __all__ = [
     "TIES",
     "Context",
     "NoRecsPolicy",
+    "Options",
     "Part",
     "Prepared",
     "TiesPolicy",
@@ -175,6 +184,132 @@ class Context:
     popularity: tuple[pl.DataFrame, int] | None = None
     observed_range: tuple[float, float] | None = None
     history: pl.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """:func:`receval.evaluate`'s options that every engine shares, checked once
+    (:meth:`of`) and handed to the engine whole.
+
+    Attributes
+    ----------
+    inputs:
+        Each input's own id column names and format (:class:`~receval.data.io.Inputs`); every
+        frame read gets truth's names (:attr:`user_col`, :attr:`item_col`).
+    kinds:
+        The id kinds, ``{"user": kind, "item": kind}``
+        (:func:`~receval.data.layout.check_id_type`).
+    score_col, rank_col, relevance_col:
+        The column names as given (``rank_col`` replaces ``score_col`` when given;
+        ``relevance_col`` None: truth's ``"relevance"`` when present, else relevance 1).
+    ties, threshold, no_recs:
+        The policies and ``relevance_threshold`` as a float.
+    train, items, item_features, rating_range:
+        The family options, as given.
+    """
+
+    inputs: Inputs
+    kinds: dict[str, IdType]
+    score_col: str = "score"
+    rank_col: str | None = None
+    relevance_col: str | None = None
+    ties: TiesPolicy = "expected"
+    threshold: float = 1.0
+    no_recs: NoRecsPolicy = "zero"
+    train: Any = None
+    items: Any = None
+    item_features: Any = None
+    rating_range: tuple[float, float] | None = None
+
+    @staticmethod
+    def of(
+        *,
+        user_col: str = "user",
+        item_col: str = "item",
+        score_col: str = "score",
+        rank_col: str | None = None,
+        relevance_col: str | None = None,
+        ties: object = "expected",
+        relevance_threshold: object = 1,
+        no_recs: object = "zero",
+        train: Any = None,
+        items: Any = None,
+        item_features: Any = None,
+        rating_range: tuple[float, float] | None = None,
+        id_type: object = "auto",
+        columns: Mapping[str, Mapping[str, str]] | Any = None,
+        input_format: str | Mapping[str, str] | None = None,
+    ) -> Options:
+        """The checked options of :func:`receval.evaluate` (same names and defaults), in its
+        order: ``id_type``, the column names of recs and truth, each input's own names
+        (``columns``) and ``input_format``, then ``ties``, ``no_recs`` and
+        ``relevance_threshold``; :class:`InputError` at the first that is wrong."""
+        kinds = check_id_type(id_type)
+        order_option = "score_col" if rank_col is None else "rank_col"
+        order_col = score_col if rank_col is None else rank_col
+        ids = {"user_col": user_col, "item_col": item_col}
+        check_column_names({**ids, order_option: order_col}, "recs")
+        relevance = {"relevance_col": relevance_col} if relevance_col is not None else {}
+        check_column_names({**ids, **relevance}, "truth")
+        inputs = Inputs.of(columns, input_format, user_col, item_col)
+        for role in ROLES:  # an input's own id column names, where columns= gives them
+            own_user, own_item = inputs.columns[role]
+            if (own_user, own_item) == (user_col, item_col):
+                continue
+            named = {f"columns[{role!r}]['user']": own_user} if role != "items" else {}
+            named[f"columns[{role!r}]['item']"] = own_item
+            if role == "recs":
+                named[order_option] = order_col
+            check_column_names({**named, **(relevance if role == "truth" else {})}, role)
+        check_policies(ties, no_recs)
+        return Options(
+            inputs=inputs, kinds=kinds, score_col=score_col, rank_col=rank_col,
+            relevance_col=relevance_col, ties=cast(TiesPolicy, ties),
+            threshold=check_threshold(relevance_threshold), no_recs=cast(NoRecsPolicy, no_recs),
+            train=train, items=items, item_features=item_features, rating_range=rating_range,
+        )  # fmt: skip
+
+    @property
+    def user_col(self) -> str:
+        """The user column of every frame read (truth's)."""
+        return self.inputs.user_col
+
+    @property
+    def item_col(self) -> str:
+        """The item column of every frame read (truth's)."""
+        return self.inputs.item_col
+
+    @property
+    def order_col(self) -> str:
+        """The column that orders each user's recs: ``rank_col`` when given, else
+        ``score_col``."""
+        return self.score_col if self.rank_col is None else self.rank_col
+
+    @property
+    def by_rank(self) -> bool:
+        """Whether recs are ordered by rank (1 is best) rather than by score."""
+        return self.rank_col is not None
+
+    @property
+    def relevance_name(self) -> str:
+        """The relevance column truth is read with: ``relevance_col``, else ``"relevance"``."""
+        return self.relevance_col or "relevance"
+
+    def context(self, **facts: Any) -> Context:
+        """The :class:`Context` of these options (the family options, the id kinds and the
+        inputs), with ``facts`` (``has_relevance``, ``catalog``, ...) set."""
+        return Context(
+            train=self.train, items=self.items, item_features=self.item_features,
+            rating_range=self.rating_range, id_type=self.kinds, inputs=self.inputs, **facts,
+        )  # fmt: skip
+
+    def settings(self, has_relevance: bool) -> dict[str, Any]:
+        """What :attr:`Result.settings <receval.Result.settings>` holds of these options
+        (``relevance_col``: the column used, None when every row had relevance 1)."""
+        return {
+            "ties": self.ties, "relevance_threshold": self.threshold, "no_recs": self.no_recs,
+            "relevance_col": self.relevance_name if has_relevance else None,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
