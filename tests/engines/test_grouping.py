@@ -246,3 +246,19 @@ def test_shuffled_input_gives_identical_result(ids: str, ties: str) -> None:
     assert got.means == want.means  # bit for bit
     assert got.per_user.equals(want.per_user)
     assert got.counts == want.counts
+
+
+def test_gauc_groups_of_any_id_kind_equal_dense_codes() -> None:
+    rng = np.random.default_rng(8)
+    n = 4000
+    codes = rng.integers(0, 150, n)
+    y = rng.integers(0, 2, n)
+    s = rng.integers(0, 6, n) / 5.0  # ties
+    want = receval.gauc(y, s, codes)
+    kinds = [
+        codes * 2**50 - 7,  # sparse ints: hashed, not a table
+        np.array([f"g{c:03d}" for c in codes], dtype=object),  # strings, same order
+        codes.astype(np.uint64) + np.uint64(2**63),  # past 2^63
+    ]
+    for groups in kinds:
+        assert receval.gauc(y, s, groups) == want
