@@ -333,7 +333,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--recs", type=int, default=100, help="recommendations per user")
     parser.add_argument("--peers", default=",".join(PEERS), help="peers to run ('' for none)")
     parser.add_argument("--repeat", type=int, default=3, help="calls per process (>= 1)")
-    parser.add_argument("--before", help="another receval src folder to time as 'before'")
+    parser.add_argument(
+        "--before",
+        help="another receval src folder to time as 'before' (this checkout's src is 'after')",
+    )
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per process")
     parser.add_argument("--json", type=Path, help="write every figure to this JSON file")
     parser.add_argument("--workdir", type=Path, help="keep the data here (default: temp)")
@@ -370,9 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "per_user": str(workdir / f"{tool}.{order}.{ties}.per_user.parquet"),
         }
 
-    versions = {"after": None}
+    here = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's receval
+    versions: dict[str, str | None] = {"after": here}
     if args.before:
-        versions = {"before": args.before, "after": None}
+        versions = {"before": args.before, "after": here}
     for src in versions.values():  # warm-up: fill the numba caches of each version
         _spawn("worker", spec("receval", "warmup", "shuffled", 1, "first"), src, args.timeout)
     results: dict[str, Any] = {"rows": rows, "receval": {}, "peers": {}}
@@ -418,6 +422,16 @@ def _report(results: dict[str, Any], args: argparse.Namespace, versions: dict[st
                 )
     width = max(len(line) for line in lines)
     print(_table(header[:width], [line + [""] * (width - len(line)) for line in lines]))
+    print()
+    checks = {  # bit for bit: before = after; and under "expected", grouped = shuffled
+        "expected": lambda key: key.endswith(".expected"),
+        "grouped, first": lambda key: ".grouped.first" in key,
+        "shuffled, first": lambda key: ".shuffled.first" in key,
+    }
+    for ties, chosen in checks.items():
+        means = {k: g["means"] for k, g in recv.items() if chosen(k) and g.get("status") == "ok"}
+        same = len({json.dumps(m, sort_keys=True) for m in means.values()}) == 1
+        print(f"ties={ties}: means identical across {sorted(means)}: {same}")
     print()
     peer_lines = []
     for key, got in results["peers"].items():

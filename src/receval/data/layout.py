@@ -368,7 +368,8 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
     """
     users = frame[user_col]
     n = users.len()
-    runs = _run_ids(users)
+    bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
+    runs = bits if bits is not None else _run_ids(users)
     n_runs = G.count_runs(runs)
     if 2 * n_runs <= n:  # long runs: the runs' users suffice to tell and to code
         run_off = G.run_offsets(runs, n_runs)
@@ -378,7 +379,7 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
             return Grouped(frame, run_users.alias(user_col), run_off)
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        codes, keys = user_codes(users)
+        codes, keys = user_codes(users, bits=bits)
         if keys.len() == n_runs:
             run_off = G.run_offsets(runs, n_runs)
             return Grouped(frame, users.gather(run_off[:-1]).alias(user_col), run_off)
@@ -399,11 +400,7 @@ def sort_by_user(frame: pl.DataFrame, user_col: str, row_col: str) -> pl.DataFra
 
 
 def _run_ids(users: pl.Series) -> np.ndarray:
-    """int64 values whose runs are the runs of equal ``users``: integer ids themselves
-    (as int64 bits), else Polars' run ids."""
-    values = _int_bits(users)
-    if values is not None:
-        return values
+    """int64 values whose runs are the runs of equal string ``users`` (Polars' run ids)."""
     return np.ascontiguousarray(users.rle_id().to_numpy(), dtype=np.int64)
 
 
@@ -421,7 +418,7 @@ _USER_HASH_SEED = 0x6E0D
 """Seed of the 64-bit hash that codes string user ids (every code is checked exactly)."""
 
 
-def user_codes(ids: pl.Series) -> tuple[np.ndarray, pl.Series]:
+def user_codes(ids: pl.Series, *, bits: np.ndarray | None = None) -> tuple[np.ndarray, pl.Series]:
     """Dense codes of ids (no nulls) in the order Polars sorts them: ``(codes, keys)`` with
     ``keys`` the distinct ids sorted ascending and ``keys[codes[i]] == ids[i]``.
 
@@ -429,10 +426,12 @@ def user_codes(ids: pl.Series) -> tuple[np.ndarray, pl.Series]:
     that range (no hashing or sorting of rows). Other ids go through a hash table of their
     distinct values, and only those are sorted: integer ids are their own keys; string ids
     are keyed by a 64-bit hash, and every row's id is then compared with its code's id, so a
-    hash collision falls back to an exact coding and can never merge two users.
+    hash collision falls back to an exact coding and can never merge two users. ``bits``:
+    :func:`_int_bits` of ``ids`` when already made.
     """
     n = ids.len()
-    bits = _int_bits(ids)
+    if bits is None:
+        bits = _int_bits(ids)
     if bits is not None and n:
         low, high = ids.min(), ids.max()
         assert isinstance(low, int) and isinstance(high, int)

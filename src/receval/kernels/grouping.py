@@ -49,6 +49,15 @@ def _n_chunks(n: int, size: int) -> int:
     return (n + size - 1) // size
 
 
+@njit(cache=True)
+def _empty(n: int) -> np.ndarray:
+    """An uninitialised int64 array, allocated by Numba rather than NumPy: NumPy asks Linux
+    for transparent huge pages for large arrays, and with THP defrag on ``madvise`` the first
+    writes to a fresh 10^8-row array then stalled 1-3 s in page compaction on the development
+    machine (the same as :func:`receval.data.datasets._outputs`)."""
+    return np.empty(n, dtype=np.int64)
+
+
 # --------------------------------------------------------------------------------- runs
 
 
@@ -120,7 +129,7 @@ def range_codes(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np
     n_chunks = _n_chunks(values.shape[0], _ROWS)
     run_chunks(_mark_chunk, n_chunks, frozen(values), int(low), present)
     rank = np.cumsum(present, dtype=np.int64) - 1
-    codes = np.empty(values.shape[0], dtype=np.int64)
+    codes = _empty(values.shape[0])
     run_chunks(_range_lookup_chunk, n_chunks, frozen(values), int(low), frozen(rank), codes)
     return codes, present
 
@@ -168,7 +177,7 @@ def _table_lookup_chunk(
 def table_codes(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """For each of ``values`` (int64), its index in the distinct ``keys`` (int64), or -1."""
     tab_key, tab_val = _build_table(frozen(keys))
-    out = np.empty(values.shape[0], dtype=np.int64)
+    out = _empty(values.shape[0])
     args = (frozen(values), frozen(tab_key), frozen(tab_val), out)
     run_chunks(_table_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
     return out
@@ -230,7 +239,7 @@ def counting_sort(
     run_chunks(_histogram_chunk, n_chunks, n_chunks, frozen(codes), counts)
     offsets = np.empty(n_groups + 1, dtype=np.int64)
     _positions(counts, offsets)
-    order = np.empty(n, dtype=np.int64)
+    order = _empty(n)
     run_chunks(_scatter_chunk, n_chunks, n_chunks, frozen(codes), counts, order)
     return offsets, order
 
@@ -247,10 +256,10 @@ def gather(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     if values.dtype.kind not in "iuf" or values.dtype.itemsize != 8:
         taken: np.ndarray = values[order]
         return taken
-    out = np.empty(order.shape[0], dtype=values.dtype)
-    args = (frozen(values.view(np.int64)), frozen(order), out.view(np.int64))
+    out = _empty(order.shape[0])
+    args = (frozen(values.view(np.int64)), frozen(order), out)
     run_chunks(_gather_chunk, _n_chunks(order.shape[0], _ROWS), *args)
-    return out
+    return out.view(values.dtype)
 
 
 # --------------------------------------------------------------------- order in groups
@@ -321,6 +330,6 @@ def _sort_within_chunk(
 def sort_within(offsets: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
     """Sort each group ``order[offsets[g]:offsets[g + 1]]`` (row indices) by ascending
     ``key`` of its rows (int64), in place; stable. A group already in order costs one pass."""
-    tmp = np.empty(order.shape[0], dtype=np.int64)
+    tmp = _empty(order.shape[0])
     args = (frozen(offsets), frozen(key), order, tmp)
     run_chunks(_sort_within_chunk, _n_chunks(offsets.shape[0] - 1, _GROUPS), *args)
