@@ -39,8 +39,9 @@ import polars as pl
 from numba import njit, prange
 
 from receval._errors import InputError, UndefinedMetricWarning, check_choice
-from receval.data.layout import FLOAT_EXACT, inexact_integers_message
+from receval.data.layout import FLOAT_EXACT, inexact_integers_message, user_codes
 from receval.kernels.exact import CAP, grow, parts, total
+from receval.kernels.grouping import counting_sort
 from receval.kernels.pools import check_pools, run_chunks
 from receval.kernels.ranking import frozen
 from receval.kernels.sort import (
@@ -357,21 +358,9 @@ def _log_loss_parts(
     return buf, lens
 
 
-@njit(cache=True)
 def _counting_order(codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and a stable row order that groups rows by their dense code (counting sort)."""
-    offsets = np.zeros(n_groups + 1, dtype=np.int64)
-    for c in codes:
-        offsets[c + 1] += 1
-    for g in range(n_groups):
-        offsets[g + 1] += offsets[g]
-    fill = offsets[:-1].copy()
-    order = np.empty(codes.shape[0], dtype=np.int64)
-    for i in range(codes.shape[0]):
-        c = codes[i]
-        order[fill[c]] = i
-        fill[c] += 1
-    return offsets, order
+    return counting_sort(codes, n_groups)
 
 
 @njit(cache=True, nogil=True)
@@ -662,17 +651,6 @@ def group_codes(groups: Any, n: int) -> tuple[np.ndarray, pl.Series]:
     if arr.shape[0] != n:
         msg = f"`y_true` and `groups` must have the same length; got {n} and {arr.shape[0]}."
         raise InputError(msg)
-    if arr.dtype.kind in "iub":
-        ints = arr.astype(np.int64, copy=False)
-        lo, hi = int(ints.min()), int(ints.max())
-        if hi - lo < max(4 * n, 1 << 20):  # small id range: codes by counting, O(n)
-            present = np.bincount(ints - lo, minlength=hi - lo + 1) > 0
-            remap = np.cumsum(present) - 1
-            codes = np.ascontiguousarray(remap[ints - lo], dtype=np.int64)
-            keys = pl.Series("group", np.flatnonzero(present) + lo).cast(
-                pl.from_numpy(arr[:1]).to_series().dtype
-            )
-            return codes, keys
     series = pl.Series("group", arr) if arr.dtype != object else pl.Series("group", arr.tolist())
     if series.dtype.is_float() and series.is_nan().any():
         bad = series.is_nan().to_numpy()
@@ -680,6 +658,8 @@ def group_codes(groups: Any, n: int) -> tuple[np.ndarray, pl.Series]:
             f"{_positions(bad)}."
         )
         raise InputError(msg)
+    if (series.dtype.is_integer() or series.dtype == pl.String) and not series.has_nulls():
+        return user_codes(series)  # a table over a small id range, else hashing: no sort
     frame = pl.DataFrame({"group": series}).with_columns(
         (pl.col("group").rank("dense") - 1).cast(pl.Int64).alias("code")
     )

@@ -1,8 +1,9 @@
 """Validation and the canonical layout: flat columns plus per-user offsets.
 
 Polars does everything that moves data here: column checks, null/NaN checks, id type
-unification, grouping rows by user (run-length encoding of the user column, with a stable sort
-only when the input is not grouped yet) and item keys. String item ids become 64-bit hash keys
+unification, grouping rows by user (runs of the user column; when a user comes in more than one
+run, dense user codes and a linear-time counting sort, :mod:`receval.kernels.grouping`) and item
+keys. String item ids become 64-bit hash keys
 for the kernel; every match and every duplicate the kernel reports on such keys is verified
 exactly against the strings afterwards, with an exact factorisation as the fallback, so a
 hash collision can never change a result.
@@ -11,13 +12,15 @@ hash collision can never change a result.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, cast, get_args
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError
+from receval.kernels import grouping as G
 from receval.kernels.ranking import TEXT_KEY_LIMIT, text_order_keys
 
 __all__ = [
@@ -38,8 +41,10 @@ __all__ = [
     "item_keys",
     "not_integer_message",
     "show_rows",
+    "sort_by_user",
     "trec_tie_keys",
     "unify_ids",
+    "user_codes",
 ]
 
 Role = Literal["truth", "recs", "train", "items", "exclude", "candidates"]
@@ -51,20 +56,64 @@ INTERNAL = "__receval"  # the prefix of columns receval adds (never shown to use
 
 @dataclass(frozen=True)
 class Grouped:
-    """Rows of one input grouped by user: ``frame`` row order, run keys and offsets.
+    """Rows of one input grouped by user: run keys, offsets, and the grouped row order.
 
-    ``source`` is the frame in the caller's row order, for error messages.
+    ``source`` is the frame in the caller's row order (also for error messages). ``order``
+    gives, for each grouped row, its row in ``source``; None when ``source`` is grouped
+    already (then the grouped rows are the source rows). ``keys[g]`` is the user of rows
+    ``offsets[g]:offsets[g + 1]``. The grouped frame (:attr:`frame`) and its columns
+    (:meth:`column`) are gathered when first asked for; the kernels' arrays come from the
+    source columns through :meth:`take` (a parallel gather, no Polars frame).
     """
 
-    frame: pl.DataFrame
+    source: pl.DataFrame
     keys: pl.Series
     offsets: np.ndarray
-    source: pl.DataFrame
+    order: np.ndarray | None = None
+    _columns: dict[str, pl.Series] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def n_users(self) -> int:
         """Number of users (runs)."""
         return self.keys.len()
+
+    @cached_property
+    def frame(self) -> pl.DataFrame:
+        """The rows grouped by user (``source``'s columns, rows in :attr:`order`)."""
+        if self.order is None:
+            return self.source
+        return pl.DataFrame([self.column(c) for c in self.source.columns])
+
+    def column(self, name: str) -> pl.Series:
+        """Column ``name`` of :attr:`frame` (gathered once, then kept)."""
+        if self.order is None:
+            return self.source[name]
+        found = self._columns.get(name)
+        if found is None:
+            found = self._gathered(name)
+            self._columns[name] = found
+        return found
+
+    def _gathered(self, name: str) -> pl.Series:
+        series = self.source[name]
+        assert self.order is not None
+        if name == self.keys.name:  # the user column: each key repeated over its rows
+            runs = np.repeat(np.arange(self.n_users, dtype=np.int64), np.diff(self.offsets))
+            return self.keys.gather(runs)
+        if series.dtype in (pl.Int64, pl.UInt64, pl.Float64) and not series.has_nulls():
+            return pl.Series(name, G.gather(series.to_numpy(), self.order), dtype=series.dtype)
+        return series.gather(self.order)
+
+    def take(self, values: np.ndarray) -> np.ndarray:
+        """Per grouped row, the value of its source row (``values``: one per source row, an
+        8-byte dtype); ``values`` itself when the source is grouped already."""
+        if self.order is None:
+            return values
+        return G.gather(np.ascontiguousarray(values), self.order)
+
+    def rows(self, grouped: np.ndarray) -> np.ndarray:
+        """The source rows of grouped rows ``grouped``."""
+        return grouped if self.order is None else self.order[grouped]
 
 
 def show_rows(frame: pl.DataFrame, mask: pl.Series | pl.Expr, columns: list[str]) -> str:
@@ -309,15 +358,115 @@ def unify_ids(
 
 
 def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
-    """Group rows by user, keeping input order within a user (a stable sort if needed)."""
-    source = frame
-    runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
-    if not runs["value"].is_unique().all():
-        frame = frame.sort(user_col, maintain_order=True)
-        runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
-    offsets = np.zeros(runs.height + 1, dtype=np.int64)
-    np.cumsum(runs["len"].to_numpy(), out=offsets[1:])
-    return Grouped(frame, runs["value"].alias(user_col), offsets, source)
+    """Group rows by user, keeping input order within a user, in linear time.
+
+    Users who each come in one run of rows keep the input's order of users (no row moves);
+    otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
+    are grouped by a stable counting sort of dense user codes (:func:`user_codes`,
+    :func:`receval.kernels.grouping.counting_sort`): the same rows, users and order as a
+    stable sort by the user column, without the comparison sort.
+    """
+    users = frame[user_col]
+    n = users.len()
+    bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
+    runs = bits if bits is not None else _run_ids(users)
+    n_runs = G.count_runs(runs)
+    if 2 * n_runs <= n:  # long runs: the runs' users suffice to tell and to code
+        run_off = G.run_offsets(runs, n_runs)
+        run_users = users.gather(run_off[:-1])
+        codes, keys = user_codes(run_users)
+        if keys.len() == n_runs:  # every user in one run: grouped already
+            return Grouped(frame, run_users.alias(user_col), run_off)
+        codes = np.repeat(codes, np.diff(run_off))
+    else:
+        codes, keys = user_codes(users, bits=bits)
+        if keys.len() == n_runs:
+            run_off = G.run_offsets(runs, n_runs)
+            return Grouped(frame, users.gather(run_off[:-1]).alias(user_col), run_off)
+    offsets, order = G.counting_sort(codes, keys.len())
+    return Grouped(frame, keys.alias(user_col), offsets, order)
+
+
+def sort_by_user(frame: pl.DataFrame, user_col: str, row_col: str) -> pl.DataFrame:
+    """``frame`` with users ascending and, within a user, ``row_col`` (integers) ascending:
+    ``frame.sort(user_col, row_col)`` by a counting sort of user codes and a sort of each
+    user's rows (no comparison sort of all rows). Rows equal in both keep their order."""
+    codes, keys = user_codes(frame[user_col])
+    offsets, order = G.counting_sort(codes, keys.len())
+    key = np.ascontiguousarray(frame[row_col].to_numpy(), dtype=np.int64)
+    G.sort_within(offsets, order, key)
+    grouped = Grouped(frame, keys.alias(user_col), offsets, order)
+    return grouped.frame
+
+
+def _run_ids(users: pl.Series) -> np.ndarray:
+    """int64 values whose runs are the runs of equal string ``users`` (Polars' run ids)."""
+    return np.ascontiguousarray(users.rle_id().to_numpy(), dtype=np.int64)
+
+
+def _int_bits(ids: pl.Series) -> np.ndarray | None:
+    """Integer ids as int64 (uint64 ids as their bits: distinct ids stay distinct), else
+    None."""
+    if not ids.dtype.is_integer():
+        return None
+    if ids.dtype == pl.UInt64:
+        return np.ascontiguousarray(ids.to_numpy()).view(np.int64)
+    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
+
+
+_USER_HASH_SEED = 0x6E0D
+"""Seed of the 64-bit hash that codes string user ids (every code is checked exactly)."""
+
+
+def user_codes(ids: pl.Series, *, bits: np.ndarray | None = None) -> tuple[np.ndarray, pl.Series]:
+    """Dense codes of ids (no nulls) in the order Polars sorts them: ``(codes, keys)`` with
+    ``keys`` the distinct ids sorted ascending and ``keys[codes[i]] == ids[i]``.
+
+    Integer ids whose range is at most about twice their number are coded through a table of
+    that range (no hashing or sorting of rows). Other ids go through a hash table of their
+    distinct values, and only those are sorted: integer ids are their own keys; string ids
+    are keyed by a 64-bit hash, and every row's id is then compared with its code's id, so a
+    hash collision falls back to an exact coding and can never merge two users. ``bits``:
+    :func:`_int_bits` of ``ids`` when already made.
+    """
+    n = ids.len()
+    if bits is None:
+        bits = _int_bits(ids)
+    if bits is not None and n:
+        low, high = ids.min(), ids.max()
+        assert isinstance(low, int) and isinstance(high, int)
+        if high - low <= 2 * n + (1 << 20):
+            low_bits = np.array([low], dtype=np.uint64 if low >= 0 else np.int64).view(np.int64)
+            codes, present = G.range_codes(bits, int(low_bits[0]), high - low + 1)
+            found = np.flatnonzero(present)
+            if ids.dtype == pl.UInt64:
+                values = pl.Series(ids.name, found.astype(np.uint64) + np.uint64(low))
+            else:
+                values = pl.Series(ids.name, found + low, dtype=pl.Int64).cast(ids.dtype)
+            return codes, values
+    if bits is None:
+        bits = _string_bits(ids)
+    first = pl.Series(bits).arg_unique().to_numpy()
+    distinct = ids.gather(first)
+    by_id = distinct.arg_sort().to_numpy()
+    codes = G.table_codes(bits, np.ascontiguousarray(bits[first[by_id]]))
+    keys = distinct.gather(by_id)
+    if ids.dtype == pl.String and not bool((keys.gather(codes) == ids).all()):
+        return _exact_codes(ids)  # two distinct ids share a hash
+    return codes, keys
+
+
+def _string_bits(ids: pl.Series) -> np.ndarray:
+    """A 64-bit hash of each string id, as int64 (equal ids, equal hashes)."""
+    return np.ascontiguousarray(ids.hash(seed=_USER_HASH_SEED).to_numpy()).view(np.int64)
+
+
+def _exact_codes(ids: pl.Series) -> tuple[np.ndarray, pl.Series]:
+    """:func:`user_codes` without hashing: the distinct ids sorted, then joined back."""
+    keys = ids.unique().sort()
+    table = pl.DataFrame({"k": keys, "c": pl.int_range(keys.len(), dtype=pl.Int64, eager=True)})
+    joined = pl.DataFrame({"k": ids}).join(table, on="k", how="left", maintain_order="left")
+    return np.ascontiguousarray(joined["c"].to_numpy(), dtype=np.int64), keys
 
 
 def item_keys(series: pl.Series) -> np.ndarray:

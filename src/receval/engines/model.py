@@ -1019,7 +1019,7 @@ def _setup(
         model_row = match_users(keys, model_users)
     else:
         model_row = np.arange(n_users, dtype=np.int64)
-    cat_idx = match_users(t_grp.frame[item_col], items)
+    cat_idx = match_users(t_grp.column(item_col), items)
     t_col = np.where(cat_idx >= 0, catalog.col_of[np.maximum(cat_idx, 0)], -1)
     t_col = np.ascontiguousarray(t_col, dtype=np.int64)
     per_user = _read_unified(

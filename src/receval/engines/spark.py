@@ -45,6 +45,7 @@ from receval.data.layout import (
     IdTypeArg,
     check_frame,
     not_integer_message,
+    sort_by_user,
     unify_ids,
 )
 from receval.engines.shard import (
@@ -394,7 +395,8 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
             return
         rows = pl.from_arrow(table)
         assert isinstance(rows, pl.DataFrame)
-        rows = rows.sort("__u", "__row")  # grouped by user, in input order within a user
+        # grouped by user (ascending), in input order within a user: a counting sort
+        rows = sort_by_user(rows, "__u", "__row")
         names = {"__u": spec.user_col, "__i": spec.item_col}
         truth = rows.filter(pl.col("__side") == 0).select(
             pl.col("__u").alias(spec.user_col), pl.col("__i").alias(spec.item_col),

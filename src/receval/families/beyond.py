@@ -395,7 +395,7 @@ class _Context:
     @staticmethod
     def build(prep: Prepared, plan: tuple[Metric, ...]) -> _Context:
         item_col = prep.item_col
-        r_items = prep.r_grp.frame[item_col]
+        r_items = prep.r_grp.column(item_col)
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
@@ -425,13 +425,15 @@ class _Context:
             if ids is None:
                 row_codes = _codes(catalog, r_items)
         else:
-            catalog, source = catalog_of(r_items, ids, prep.t_grp.frame[item_col].cast(kind), train)
+            catalog, source = catalog_of(
+                r_items, ids, prep.t_grp.source[item_col].cast(kind), train
+            )
             if ids is None:  # string ids: the codes are the tie keys of "expected" below
                 row_codes = _codes(catalog, r_items)
         if prep.ties == "first":
             tie = np.arange(r_items.len(), dtype=np.int64)
         elif prep.ties == "trec":
-            tie = -trec_tie_keys(prep.r_grp.frame[item_col], prep.r_item)
+            tie = -trec_tie_keys(prep.r_grp.column(item_col), prep.r_item)
         elif ids is not None:
             tie = ids  # item id ascending
         else:
@@ -623,12 +625,12 @@ def check_train(prep: Prepared, data: Any) -> Prepared:
     metrics) and ``counts.recs_in_train`` set; warns when recs hold items users have in train.
     """
     user_col, item_col = prep.user_col, prep.item_col
-    r_items = prep.r_grp.frame[item_col]
+    r_items = prep.r_grp.source[item_col]
     kind = pl.String if r_items.dtype == pl.String else pl.Int64
     id_type, inputs = prep.context.id_type, prep.context.inputs
     pairs = read_train(data, user_col, item_col, kind, id_type, inputs, unify=False)
     assert pairs is not None
-    rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.frame, pairs, user_col, item_col)
+    rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.source, pairs, user_col, item_col)
     warn_in_train(rows, users, stacklevel=3)
     counts = replace(prep.counts, recs_in_train=rows)
     context = prep.context

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -312,16 +313,21 @@ def match(
     no_recs: NoRecsPolicy,
     context: Context,
 ) -> tuple[Prepared, KernelOutput]:
-    t_rel = np.ascontiguousarray(t_grp.frame[relevance_col].to_numpy(), dtype=np.float64)
-    r_order = np.ascontiguousarray(r_grp.frame[order_col].to_numpy(), dtype=np.float64)
+    # the kernel's arrays are made from the source columns (in the caller's row order),
+    # then gathered in grouped order: every one is a function of its row alone
+    t_rel = t_grp.take(_floats(t_grp.source[relevance_col]))
+    r_order = r_grp.take(_floats(r_grp.source[order_col]))
     r_score = -r_order if by_rank else r_order
     ids = [user_col, item_col]
-    t_items = t_grp.frame[item_col]
-    r_items = r_grp.frame[item_col]
+    t_items = t_grp.source[item_col]
+    r_items = r_grp.source[item_col]
     hashed = t_items.dtype == pl.String
-    t_item = item_keys(t_items)
-    r_item = item_keys(r_items)
-    r_tie = trec_tie_keys(r_items, r_item) if ties == "trec" else np.zeros(0, dtype=np.int64)
+    t_item = t_grp.take(item_keys(t_items))
+    r_item_source = item_keys(r_items)
+    r_item = r_grp.take(r_item_source)
+    r_tie = np.zeros(0, dtype=np.int64)
+    if ties == "trec":
+        r_tie = r_grp.take(trec_tie_keys(r_items, r_item_source))
 
     plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
     thr_idx = plan_args.thr_idx
@@ -349,8 +355,9 @@ def match(
     if status.any() or other_dups.any():
         exact = check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, hashed)
     elif hashed:
-        exact = not matches_verified(t_items, r_items, t_match)
+        exact = not matches_verified(t_items, r_items, t_grp.rows, r_grp.rows, t_match)
     if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
+        t_items, r_items = t_grp.column(item_col), r_grp.column(item_col)
         t_item, r_item = exact_item_keys(t_items, r_items)
         if ties == "trec":
             r_tie = trec_tie_keys(r_items, r_item)
@@ -400,14 +407,25 @@ def fpar(m: Metric) -> float:
 NDCG_K_MAX = 10_000_000
 
 
-def matches_verified(t_items: pl.Series, r_items: pl.Series, t_match: np.ndarray) -> bool:
-    """True when every hash-key match joins equal item strings."""
+def matches_verified(
+    t_items: pl.Series,
+    r_items: pl.Series,
+    t_rows: Callable[[np.ndarray], np.ndarray],
+    r_rows: Callable[[np.ndarray], np.ndarray],
+    t_match: np.ndarray,
+) -> bool:
+    """True when every hash-key match joins equal item strings (``t_items`` / ``r_items``:
+    the source columns; ``t_rows`` / ``r_rows`` map grouped rows to their source rows)."""
     rows = np.flatnonzero(t_match >= 0)
     if rows.size == 0:
         return True
-    left = t_items.gather(rows)
-    right = r_items.gather(t_match[rows])
+    left = t_items.gather(t_rows(rows))
+    right = r_items.gather(r_rows(t_match[rows]))
     return bool((left == right).all())
+
+
+def _floats(series: pl.Series) -> np.ndarray:
+    return np.ascontiguousarray(series.to_numpy(), dtype=np.float64)
 
 
 def check_duplicates(

@@ -1,0 +1,335 @@
+"""Numba kernels that group rows by user in linear time.
+
+Users are first given dense integer codes (:mod:`receval.data.layout`: a table over the id
+range for integer ids in a small range, else a hash table of the distinct ids); the rows are
+then grouped by a counting sort of those codes, two linear passes over the rows instead of a
+comparison sort:
+
+1. each chunk of rows counts its rows per code (one histogram per chunk);
+2. a prefix sum over (code, chunk), codes first, gives each chunk its first position per code;
+3. each chunk writes its rows' indices to those positions, in row order.
+
+The sort is stable: within a code, rows keep their input order (chunks are in row order, and
+a chunk writes its rows in order), which ``ties="first"`` reads. The passes over rows are
+``nogil`` kernels over one chunk, run on Python threads by
+:func:`receval.kernels.pools.run_chunks` (as :mod:`receval.kernels.beyond`'s item-id passes).
+
+Kernels here read 8-byte integer arrays (ids viewed as int64, float64 columns viewed as
+int64), so each kernel compiles once.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit
+
+from receval.kernels.pools import run_chunks
+from receval.kernels.ranking import _slot, _table_bits, frozen
+
+__all__ = [
+    "count_runs",
+    "counting_sort",
+    "gather",
+    "range_codes",
+    "run_offsets",
+    "sort_within",
+    "table_codes",
+]
+
+_ROWS = 1 << 16
+"""Rows per chunk of the passes that need no per-chunk state (marks, lookups, gathers)."""
+_GROUPS = 1024
+"""Groups per chunk of :func:`sort_within`."""
+_INSERTION = 32
+"""Groups up to this long are sorted by insertion, longer ones by merges."""
+
+
+def _n_chunks(n: int, size: int) -> int:
+    return (n + size - 1) // size
+
+
+@njit(cache=True)
+def _empty(n: int) -> np.ndarray:
+    """An uninitialised int64 array, allocated by Numba rather than NumPy: NumPy asks Linux
+    for transparent huge pages for large arrays, and with THP defrag on ``madvise`` the first
+    writes to a fresh 10^8-row array then stalled 1-3 s in page compaction on the development
+    machine (the same as :func:`receval.data.datasets._outputs`)."""
+    return np.empty(n, dtype=np.int64)
+
+
+# --------------------------------------------------------------------------------- runs
+
+
+@njit(cache=True, nogil=True)
+def _count_runs(values: np.ndarray) -> int:
+    n = values.shape[0]
+    runs = 1 if n else 0
+    for i in range(1, n):
+        if values[i] != values[i - 1]:
+            runs += 1
+    return runs
+
+
+@njit(cache=True, nogil=True)
+def _run_offsets(values: np.ndarray, n_runs: int) -> np.ndarray:
+    n = values.shape[0]
+    out = np.empty(n_runs + 1, dtype=np.int64)
+    out[0] = 0
+    j = 1
+    for i in range(1, n):
+        if values[i] != values[i - 1]:
+            out[j] = i
+            j += 1
+    out[n_runs] = n
+    return out
+
+
+def count_runs(values: np.ndarray) -> int:
+    """Number of runs of equal values (0 for no value)."""
+    return int(_count_runs(frozen(values)))
+
+
+def run_offsets(values: np.ndarray, n_runs: int) -> np.ndarray:
+    """Offsets of the ``n_runs`` runs of equal values (:func:`count_runs`): run ``j`` is
+    ``values[out[j]:out[j + 1]]``."""
+    out: np.ndarray = _run_offsets(frozen(values), int(n_runs))
+    return out
+
+
+# ------------------------------------------------------------------------------- codes
+
+
+@njit(cache=True, nogil=True)
+def _mark_chunk(c: int, values: np.ndarray, low: int, present: np.ndarray) -> None:
+    n = values.shape[0]
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        j = np.int64(np.uint64(values[i]) - np.uint64(low))  # uint64 ids viewed as int64 too
+        if not present[j]:  # read first: marked cache lines stay shared between threads
+            present[j] = True  # every writer stores the same value
+
+
+@njit(cache=True, nogil=True)
+def _range_lookup_chunk(
+    c: int, values: np.ndarray, low: int, rank: np.ndarray, out: np.ndarray
+) -> None:
+    n = values.shape[0]
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        out[i] = rank[np.int64(np.uint64(values[i]) - np.uint64(low))]
+
+
+def range_codes(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes of integer ids in ``[low, low + size)`` that keep their order.
+
+    ``values``: int64 (uint64 ids viewed as int64, with ``low`` wrapped the same way; every
+    ``value - low`` must lie in ``[0, size)``). Returns ``(codes, present)``: code ``c`` is the
+    ``c``-th smallest distinct id, and ``present[j]`` says whether ``low + j`` occurs.
+    """
+    present = np.zeros(size, dtype=np.bool_)
+    n_chunks = _n_chunks(values.shape[0], _ROWS)
+    run_chunks(_mark_chunk, n_chunks, frozen(values), int(low), present)
+    rank = np.cumsum(present, dtype=np.int64) - 1
+    codes = _empty(values.shape[0])
+    run_chunks(_range_lookup_chunk, n_chunks, frozen(values), int(low), frozen(rank), codes)
+    return codes, present
+
+
+@njit(cache=True, nogil=True)
+def _build_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Open-addressing table of distinct ``keys`` (value: the key's index)."""
+    bits = _table_bits(keys.shape[0])
+    mask = (1 << bits) - 1
+    tab_key = np.empty(1 << bits, dtype=np.int64)
+    tab_val = np.empty(1 << bits, dtype=np.int64)
+    for s in range(1 << bits):
+        tab_val[s] = -1
+    for a in range(keys.shape[0]):
+        key = keys[a]
+        slot = _slot(key, bits)
+        while tab_val[slot] >= 0:
+            slot = (slot + 1) & mask
+        tab_key[slot] = key
+        tab_val[slot] = a
+    return tab_key, tab_val
+
+
+@njit(cache=True, nogil=True)
+def _table_lookup_chunk(
+    c: int, values: np.ndarray, tab_key: np.ndarray, tab_val: np.ndarray, out: np.ndarray
+) -> None:
+    n = values.shape[0]
+    mask = tab_key.shape[0] - 1
+    bits = 0
+    while (1 << bits) < tab_key.shape[0]:
+        bits += 1
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        key = values[i]
+        slot = _slot(key, bits)
+        found = -1
+        while tab_val[slot] >= 0:
+            if tab_key[slot] == key:
+                found = tab_val[slot]
+                break
+            slot = (slot + 1) & mask
+        out[i] = found
+
+
+def table_codes(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """For each of ``values`` (int64), its index in the distinct ``keys`` (int64), or -1."""
+    tab_key, tab_val = _build_table(frozen(keys))
+    out = _empty(values.shape[0])
+    args = (frozen(values), frozen(tab_key), frozen(tab_val), out)
+    run_chunks(_table_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
+    return out
+
+
+# ----------------------------------------------------------------------- counting sort
+
+
+@njit(cache=True, nogil=True)
+def _histogram_chunk(c: int, n_chunks: int, codes: np.ndarray, counts: np.ndarray) -> None:
+    n = codes.shape[0]
+    row = counts[c]
+    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+        row[codes[i]] += 1
+
+
+@njit(cache=True, nogil=True)
+def _positions(counts: np.ndarray, offsets: np.ndarray) -> None:
+    """``counts[c, g]`` becomes chunk ``c``'s first position for code ``g`` (codes first, then
+    chunks); ``offsets[g]`` the first position of code ``g``."""
+    n_chunks, n_groups = counts.shape
+    pos = 0
+    for g in range(n_groups):
+        offsets[g] = pos
+        for c in range(n_chunks):
+            k = counts[c, g]
+            counts[c, g] = pos
+            pos += k
+    offsets[n_groups] = pos
+
+
+@njit(cache=True, nogil=True)
+def _scatter_chunk(
+    c: int, n_chunks: int, codes: np.ndarray, starts: np.ndarray, order: np.ndarray
+) -> None:
+    n = codes.shape[0]
+    row = starts[c]
+    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+        g = codes[i]
+        order[row[g]] = i
+        row[g] += 1
+
+
+def counting_sort(
+    codes: np.ndarray, n_groups: int, *, n_chunks: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """A stable order of the rows by their code: ``(offsets, order)``.
+
+    ``codes``: int64 in ``[0, n_groups)``. ``order[offsets[g]:offsets[g + 1]]`` are the rows
+    of code ``g`` in input order; the same as ``np.argsort(codes, kind="stable")``, in two
+    linear passes (module doc). ``n_chunks``: how many chunks to cut the rows into; by
+    default at most one per thread, fewer when there are many codes per row (each chunk holds
+    a histogram of ``n_groups`` counts).
+    """
+    n = codes.shape[0]
+    if n_chunks is None:
+        n_chunks = max(1, min(numba.get_num_threads(), n // max(8 * n_groups, _ROWS)))
+    counts = np.zeros((n_chunks, n_groups), dtype=np.int64)
+    run_chunks(_histogram_chunk, n_chunks, n_chunks, frozen(codes), counts)
+    offsets = np.empty(n_groups + 1, dtype=np.int64)
+    _positions(counts, offsets)
+    order = _empty(n)
+    run_chunks(_scatter_chunk, n_chunks, n_chunks, frozen(codes), counts, order)
+    return offsets, order
+
+
+@njit(cache=True, nogil=True)
+def _gather_chunk(c: int, values: np.ndarray, order: np.ndarray, out: np.ndarray) -> None:
+    n = order.shape[0]
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        out[i] = values[order[i]]
+
+
+def gather(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """``values[order]``: in parallel for 8-byte items (int64, uint64, float64)."""
+    if values.dtype.kind not in "iuf" or values.dtype.itemsize != 8:
+        taken: np.ndarray = values[order]
+        return taken
+    out = _empty(order.shape[0])
+    args = (frozen(values.view(np.int64)), frozen(order), out)
+    run_chunks(_gather_chunk, _n_chunks(order.shape[0], _ROWS), *args)
+    return out.view(values.dtype)
+
+
+# --------------------------------------------------------------------- order in groups
+
+
+@njit(cache=True, nogil=True)
+def _merge_sort(key: np.ndarray, order: np.ndarray, lo: int, hi: int, tmp: np.ndarray) -> None:
+    """Stable sort of ``order[lo:hi]`` by ascending ``key[order[...]]``: insertion sort of
+    runs of ``_INSERTION``, then bottom-up merges through ``tmp``."""
+    for a in range(lo, hi, _INSERTION):
+        b = min(a + _INSERTION, hi)
+        for i in range(a + 1, b):
+            r = order[i]
+            k = key[r]
+            j = i - 1
+            while j >= a and key[order[j]] > k:
+                order[j + 1] = order[j]
+                j -= 1
+            order[j + 1] = r
+    width = _INSERTION
+    in_tmp = False  # whether the latest pass wrote to tmp
+    while width < hi - lo:
+        src = tmp if in_tmp else order
+        dst = order if in_tmp else tmp
+        for a in range(lo, hi, 2 * width):
+            mid = min(a + width, hi)
+            b = min(a + 2 * width, hi)
+            i, j, p = a, mid, a
+            while i < mid and j < b:
+                if key[src[j]] < key[src[i]]:  # the left run's row first on equal keys
+                    dst[p] = src[j]
+                    j += 1
+                else:
+                    dst[p] = src[i]
+                    i += 1
+                p += 1
+            while i < mid:
+                dst[p] = src[i]
+                i += 1
+                p += 1
+            while j < b:
+                dst[p] = src[j]
+                j += 1
+                p += 1
+        in_tmp = not in_tmp
+        width *= 2
+    if in_tmp:
+        for i in range(lo, hi):
+            order[i] = tmp[i]
+
+
+@njit(cache=True, nogil=True)
+def _sort_within_chunk(
+    c: int, offsets: np.ndarray, key: np.ndarray, order: np.ndarray, tmp: np.ndarray
+) -> None:
+    n_groups = offsets.shape[0] - 1
+    for g in range(c * _GROUPS, min(n_groups, (c + 1) * _GROUPS)):
+        lo, hi = offsets[g], offsets[g + 1]
+        ordered = True
+        for i in range(lo + 1, hi):
+            if key[order[i]] < key[order[i - 1]]:
+                ordered = False
+                break
+        if not ordered:
+            _merge_sort(key, order, lo, hi, tmp)
+
+
+def sort_within(offsets: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
+    """Sort each group ``order[offsets[g]:offsets[g + 1]]`` (row indices) by ascending
+    ``key`` of its rows (int64), in place; stable. A group already in order costs one pass."""
+    tmp = _empty(order.shape[0])
+    args = (frozen(offsets), frozen(key), order, tmp)
+    run_chunks(_sort_within_chunk, _n_chunks(offsets.shape[0] - 1, _GROUPS), *args)

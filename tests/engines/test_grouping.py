@@ -1,0 +1,264 @@
+"""Grouping rows by user in linear time: the counting sort kernel, the user codes, and the
+layout built from them against a stable sort (the way the layout was built before)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+
+import receval
+from receval.data import layout as _layout
+from receval.datasets import make_interactions
+from receval.kernels import grouping as G
+
+_METRICS = ["ndcg@10", "map@20", "mrr", "recall@5", "precision@3", "hit_rate@2", "r_precision"]
+
+
+# ------------------------------------------------------------------------- the kernels
+
+
+@pytest.mark.parametrize(
+    ("n", "n_groups", "n_chunks"),
+    [
+        (0, 0, None),  # empty
+        (0, 3, 4),  # no rows, some groups
+        (1, 1, None),
+        (50, 1, 3),  # one user
+        (200, 200, None),  # (about) every row its own user
+        (1000, 7, 13),  # many chunks, few groups
+        (37, 5, 64),  # more chunks than rows
+        (300_000, 1000, None),  # the default chunking (one chunk per thread)
+    ],
+)
+def test_counting_sort_equals_stable_argsort(n: int, n_groups: int, n_chunks: int | None) -> None:
+    rng = np.random.default_rng(n + n_groups)
+    codes = rng.integers(0, max(n_groups, 1), n).astype(np.int64)
+    offsets, order = G.counting_sort(codes, n_groups, n_chunks=n_chunks)
+    np.testing.assert_array_equal(order, np.argsort(codes, kind="stable"))
+    counts = np.bincount(codes, minlength=n_groups)
+    np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(counts)]))
+    assert order.dtype == np.int64 and offsets.dtype == np.int64
+
+
+def test_counting_sort_all_distinct_and_sorted_codes() -> None:
+    codes = np.random.default_rng(0).permutation(5000).astype(np.int64)
+    offsets, order = G.counting_sort(codes, 5000, n_chunks=6)
+    np.testing.assert_array_equal(order, np.argsort(codes))
+    np.testing.assert_array_equal(offsets, np.arange(5001))
+    ascending = np.sort(codes)
+    _, identity = G.counting_sort(ascending, 5000, n_chunks=6)
+    np.testing.assert_array_equal(identity, np.arange(5000))
+
+
+@pytest.mark.parametrize("longest", [1, 5, 31, 33, 200, 3000])
+def test_sort_within_groups_equals_lexsort(longest: int) -> None:
+    rng = np.random.default_rng(longest)
+    codes = rng.integers(0, 40, 40 * longest // 2 + 1).astype(np.int64)
+    key = rng.integers(0, 10, codes.size).astype(np.int64)  # many equal keys: stability shows
+    offsets, order = G.counting_sort(codes, 40)
+    G.sort_within(offsets, order, key)
+    np.testing.assert_array_equal(order, np.lexsort((key, codes)))
+    descending = np.arange(codes.size, dtype=np.int64)[::-1].copy()
+    offsets, order = G.counting_sort(codes, 40)
+    G.sort_within(offsets, order, descending)  # each group reversed
+    np.testing.assert_array_equal(order, np.lexsort((descending, codes)))
+
+
+def test_gather_and_runs() -> None:
+    rng = np.random.default_rng(1)
+    order = rng.permutation(100_000).astype(np.int64)
+    for values in (rng.random(100_000), rng.integers(-(2**62), 2**62, 100_000)):
+        np.testing.assert_array_equal(G.gather(values, order), values[order])
+    small = np.arange(10, dtype=np.int32)
+    np.testing.assert_array_equal(G.gather(small, order[:5] % 10), small[order[:5] % 10])
+    values = np.array([3, 3, 1, 1, 1, 3, 2], dtype=np.int64)
+    assert G.count_runs(values) == 4
+    np.testing.assert_array_equal(G.run_offsets(values, 4), [0, 2, 5, 6, 7])
+    assert G.count_runs(values[:0]) == 0
+    np.testing.assert_array_equal(G.run_offsets(values[:0], 0), [0])
+
+
+def test_range_and_table_codes_equal_unique_inverse() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.integers(-50, 950, 20_000).astype(np.int64)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    codes, present = G.range_codes(values, -50, 1000)
+    np.testing.assert_array_equal(codes, inverse)
+    np.testing.assert_array_equal(np.flatnonzero(present) - 50, uniq)
+    sparse = values * (2**40) + 7
+    np.testing.assert_array_equal(G.table_codes(sparse, uniq * (2**40) + 7), inverse)
+    assert G.table_codes(np.array([10**6], dtype=np.int64), uniq)[0] == -1  # absent
+
+
+# -------------------------------------------------------------------------- user codes
+
+
+def _reference_codes(ids: pl.Series) -> tuple[np.ndarray, pl.Series]:
+    keys = ids.unique().sort()
+    codes = keys.search_sorted(ids).to_numpy().astype(np.int64)
+    return codes, keys
+
+
+_U64 = pl.UInt64
+_IDS = {
+    "dense ints": pl.Series("u", [5, 3, 5, 9, 3, 3, 12, 5]),
+    "negative ints": pl.Series("u", [-4, 7, -4, 0, 7]),
+    "sparse ints": pl.Series("u", [2**62, -(2**62), 17, 2**62, 17, -5]),
+    "int32": pl.Series("u", [9, 1, 9, 4], dtype=pl.Int32),
+    "uint64 past 2^63 (range)": pl.Series("u", [2**64 - 1, 2**64 - 3, 2**63, 2**64 - 1], _U64),
+    "uint64 past 2^63 (sparse)": pl.Series("u", [2**64 - 1, 5, 2**63 + 1, 5, 2**64 - 1], _U64),
+    "strings": pl.Series("u", ["b", "a", "b", "10", "9", "", "é", "a"]),
+    "one id": pl.Series("u", ["x"] * 4),
+    "empty ints": pl.Series("u", [], dtype=pl.Int64),
+    "empty strings": pl.Series("u", [], dtype=pl.String),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(_IDS))
+def test_user_codes_equal_sorted_distinct_ids(name: str) -> None:
+    ids = _IDS[name]
+    codes, keys = _layout.user_codes(ids)
+    want_codes, want_keys = _reference_codes(ids)
+    assert keys.dtype == ids.dtype
+    assert keys.to_list() == want_keys.to_list()
+    np.testing.assert_array_equal(codes, want_codes)
+
+
+def test_user_codes_survive_string_hash_collisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = pl.Series("u", [f"user{i % 37}" for i in range(500)])
+    collide = lambda s: np.ascontiguousarray(s.str.len_bytes().to_numpy(), dtype=np.int64)  # noqa: E731
+    monkeypatch.setattr(_layout, "_string_bits", collide)  # many distinct ids share a "hash"
+    codes, keys = _layout.user_codes(ids)
+    want_codes, want_keys = _reference_codes(ids)
+    assert keys.to_list() == want_keys.to_list()
+    np.testing.assert_array_equal(codes, want_codes)
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+def _grouped_by_sort(frame: pl.DataFrame, user_col: str) -> tuple[list, list, pl.DataFrame]:
+    """The layout as it was built before: runs, and a stable sort when a user repeats."""
+    runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
+    if not runs["value"].is_unique().all():
+        frame = frame.sort(user_col, maintain_order=True)
+        runs = frame.select(pl.col(user_col).rle()).unnest(user_col)
+    offsets = np.concatenate([[0], np.cumsum(runs["len"].to_numpy())]).tolist()
+    return runs["value"].to_list(), offsets, frame
+
+
+def _frames() -> dict[str, pl.DataFrame]:
+    rng = np.random.default_rng(3)
+    n = 3000
+    users = rng.integers(0, 400, n)
+    frame = pl.DataFrame(
+        {"user": users, "item": np.arange(n), "score": rng.integers(0, 4, n) * 1.0}
+    )
+    partly = pl.concat([frame.sort("user", maintain_order=True)] * 2)  # grouped twice over
+    return {
+        "shuffled ints": frame,
+        "shuffled strings": frame.with_columns(pl.format("u{}", "user").alias("user")),
+        "shuffled uint64": frame.with_columns(pl.col("user").cast(pl.UInt64) + 2**63),
+        "sparse ints": frame.with_columns(pl.col("user") * 2**50),
+        "string items": frame.with_columns(pl.col("item").cast(pl.String)),
+        "long runs, users repeated": partly,
+        "grouped, descending": frame.sort("user", descending=True, maintain_order=True),
+        "grouped strings": frame.with_columns(pl.format("u{}", "user").alias("user")).sort(
+            "user", descending=True
+        ),
+        "each user once, shuffled": frame.unique("user", keep="first", maintain_order=True),
+        "one row": frame.head(1),
+        "empty": frame.head(0),
+    }
+
+
+@pytest.mark.parametrize("name", list(_frames()))
+def test_group_by_user_equals_stable_sort(name: str) -> None:
+    frame = _frames()[name]
+    keys, offsets, want = _grouped_by_sort(frame, "user")
+    grouped = _layout.group_by_user(frame, "user")
+    assert grouped.keys.to_list() == keys
+    assert grouped.keys.dtype == frame["user"].dtype and grouped.keys.name == "user"
+    assert grouped.offsets.tolist() == offsets
+    assert grouped.frame.equals(want)
+    assert grouped.source is frame
+    for col in frame.columns:
+        assert grouped.column(col).equals(want[col])
+    rows = np.arange(frame.height, dtype=np.int64)
+    assert frame[grouped.rows(rows)].equals(want)
+    assert grouped.take(frame["item"].to_numpy()).tolist() == want["item"].to_list()
+
+
+def test_group_by_user_moves_no_row_of_grouped_input() -> None:
+    frame = pl.DataFrame({"user": [7, 7, 2, 9, 9, 9], "item": [1, 2, 3, 4, 5, 6]})
+    grouped = _layout.group_by_user(frame, "user")
+    assert grouped.order is None and grouped.frame is frame
+    assert grouped.keys.to_list() == [7, 2, 9]  # the input's order of users
+
+
+def test_sort_by_user_equals_polars_sort() -> None:
+    rng = np.random.default_rng(5)
+    n = 5000
+    frame = pl.DataFrame(
+        {
+            "__u": rng.integers(0, 300, n),
+            "__row": rng.permutation(n) * 3 + 2**40,
+            "__side": rng.integers(0, 2, n).astype(np.int8),
+            "__i": rng.integers(0, 50, n).astype(str),
+        }
+    )
+    want = frame.sort("__u", "__row")
+    assert _layout.sort_by_user(frame, "__u", "__row").equals(want)
+    strings = frame.with_columns(pl.col("__u").cast(pl.String))
+    assert _layout.sort_by_user(strings, "__u", "__row").equals(strings.sort("__u", "__row"))
+
+
+# ------------------------------------------------------------------------------ results
+
+
+def _shuffle_keeping_user_order(frame: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """The rows interleaved across users at random, each user's rows in their own order."""
+    users = frame["user"].to_numpy()
+    shuffled = users[np.random.default_rng(seed).permutation(frame.height)]
+    slots = np.argsort(shuffled, kind="stable")  # each user's positions there, in order
+    rows = np.argsort(users, kind="stable")  # each user's rows, in order
+    out = np.empty(frame.height, dtype=np.int64)
+    out[slots] = rows
+    return frame[out]
+
+
+@pytest.mark.filterwarnings("ignore:.*no predicted rating", "ignore:.*already has in train")
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize("ties", ["first", "expected", "trec"])
+def test_shuffled_input_gives_identical_result(ids: str, ties: str) -> None:
+    data = make_interactions(600, n_recs=30, ids=ids, score_decimals=1, seed=7)  # type: ignore[arg-type]
+    truth = _shuffle_keeping_user_order(data.truth, 1)
+    recs = _shuffle_keeping_user_order(data.recs, 2)
+    assert not recs["user"].equals(data.recs["user"])
+    for frame, source in ((truth, data.truth), (recs, data.recs)):  # each user's rows in order
+        by_user = frame.sort("user", maintain_order=True)
+        assert by_user.equals(source.sort("user", maintain_order=True))
+    metrics = [*_METRICS, "auc", "gauc", "coverage@10", "novelty@10", "rmse"]
+    train = data.truth.select("user", "item").reverse()  # popularity for novelty
+    want = receval.evaluate(data.truth, data.recs, metrics, ties=ties, train=train)  # type: ignore[arg-type]
+    got = receval.evaluate(truth, recs, metrics, ties=ties, train=train)  # type: ignore[arg-type]
+    assert got.means == want.means  # bit for bit
+    assert got.per_user.equals(want.per_user)
+    assert got.counts == want.counts
+
+
+def test_gauc_groups_of_any_id_kind_equal_dense_codes() -> None:
+    rng = np.random.default_rng(8)
+    n = 4000
+    codes = rng.integers(0, 150, n)
+    y = rng.integers(0, 2, n)
+    s = rng.integers(0, 6, n) / 5.0  # ties
+    want = receval.gauc(y, s, codes)
+    kinds = [
+        codes * 2**50 - 7,  # sparse ints: hashed, not a table
+        np.array([f"g{c:03d}" for c in codes], dtype=object),  # strings, same order
+        codes.astype(np.uint64) + np.uint64(2**63),  # past 2^63
+    ]
+    for groups in kinds:
+        assert receval.gauc(y, s, groups) == want
