@@ -1107,15 +1107,6 @@ def _top_table(
 
 def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
-    past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
-    if past and ties == "expected":
-        msg = (
-            f"{', '.join(past)} with ties='expected' share the list's attention with the items "
-            "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
-            "Use another ties policy (first, trec, optimistic, pessimistic) with a model "
-            "source, or evaluate a recommendations table that keeps every tied item."
-        )
-        raise MetricError(msg)
     refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
         msg = (
@@ -1136,6 +1127,15 @@ def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
             )
             raise MetricError(msg)
         k_top = max(k_top, int(m.k))
+    past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
+    if past and ties == "expected":
+        msg = (
+            f"{', '.join(past)} with ties='expected' share the list's attention with the items "
+            "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
+            "Use another ties policy (first, trec, optimistic, pessimistic) with a model "
+            "source, or evaluate a recommendations table that keeps every tied item."
+        )
+        raise MetricError(msg)
     return k_top
 
 
