@@ -1139,6 +1139,36 @@ def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
     return k_top
 
 
+def read_truth(
+    truth: Any, inputs: Inputs, kinds: dict[str, IdType], relevance_col: str | None
+) -> tuple[pl.DataFrame, str, bool]:
+    """Truth read and checked for a model source: relevance 1 where no column gives it, ids
+    cast by ``kinds``, no repeated (user, item) row. Returns (truth, its relevance column,
+    whether the input had one)."""
+    user_col, item_col = inputs.user_col, inputs.item_col
+    rel_col = relevance_col or "relevance"
+    t_raw = inputs.read(truth, "truth", rel_col)
+    has_relevance = relevance_col is not None or rel_col in t_raw.columns
+    if not has_relevance:  # the caller's caller is evaluate, whose caller is the user's code
+        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=5)
+        if t_raw.height:
+            t_raw = t_raw.with_columns(pl.lit(1.0).alias(rel_col))
+    t_frame = check_frame(
+        t_raw, "truth", id_cols=[user_col, item_col], value_col=rel_col, value_name="relevance",
+        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
+        "has relevance 1).",
+    )  # fmt: skip
+    t_frame = _cast(t_frame, "truth", kinds, [user_col, item_col])
+    dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
+    if dup.any():
+        msg = (
+            f"truth has {int(dup.sum())} duplicate (user, item) row(s); expected each item at "
+            f"most once per user. First offending rows:\n{show_rows(t_frame, dup, t_frame.columns)}"
+        )
+        raise InputError(msg)
+    return t_frame, rel_col, has_relevance
+
+
 def evaluate_model(
     truth: Any,
     model: Model,
@@ -1160,27 +1190,7 @@ def evaluate_model(
     inputs, kinds, ties = options.inputs, options.kinds, options.ties
     k_beyond = check_model_metrics(plan, ties)
     user_col, item_col = options.user_col, options.item_col
-    given = options.relevance_col is not None
-    rel_col = options.relevance_name
-    t_raw = inputs.read(truth, "truth", rel_col)
-    has_relevance = given or rel_col in t_raw.columns
-    if not has_relevance:
-        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=4)
-        if t_raw.height:
-            t_raw = t_raw.with_columns(pl.lit(1.0).alias(rel_col))
-    t_frame = check_frame(
-        t_raw, "truth", id_cols=[user_col, item_col], value_col=rel_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).",
-    )  # fmt: skip
-    t_frame = _cast(t_frame, "truth", kinds, [user_col, item_col])
-    dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
-    if dup.any():
-        msg = (
-            f"truth has {int(dup.sum())} duplicate (user, item) row(s); expected each item at "
-            f"most once per user. First offending rows:\n{show_rows(t_frame, dup, t_frame.columns)}"
-        )
-        raise InputError(msg)
+    t_frame, rel_col, has_relevance = read_truth(truth, inputs, kinds, options.relevance_col)
     setup = _setup(
         t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
         excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,

@@ -18,7 +18,7 @@ import polars as pl
 
 from receval._errors import InputError
 from receval.data.io import Inputs
-from receval.data.layout import IdType, check_frame, group_by_user, show_rows
+from receval.data.layout import IdType, check_frame, group_by_user
 from receval.engines.model import (
     _KEY,
     FactorModel,
@@ -32,8 +32,9 @@ from receval.engines.model import (
     _warn_facts,
     is_model,
     parse_memory,
+    read_truth,
 )
-from receval.families.contract import Options, TiesPolicy, warn_unused_relevance
+from receval.families.contract import Options, TiesPolicy
 from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
@@ -70,7 +71,7 @@ def evaluate_sampled(
         raise InputError(msg)
     tagged = check_sampled_metrics(plan, sampling.tag)
     block_bytes = parse_memory(block_memory)
-    t_frame, rel_col, has_relevance = _read_truth(truth, inputs, kinds, options.relevance_col)
+    t_frame, rel_col, has_relevance = read_truth(truth, inputs, kinds, options.relevance_col)
     if is_model(recs):
         if sampling.catalog_size is not None:
             msg = (
@@ -125,34 +126,6 @@ def evaluate_sampled(
         "model" if is_model(recs) else "candidates_table": facts,
     }  # fmt: skip
     return Result(tagged, means, per_user, counts, settings, details)
-
-
-def _read_truth(
-    truth: Any, inputs: Inputs, kinds: dict[str, IdType], relevance_col: str | None
-) -> tuple[pl.DataFrame, str, bool]:
-    """Truth read and checked as the model engine reads it (no repeated (user, item) rows)."""
-    user_col, item_col = inputs.user_col, inputs.item_col
-    rel_col = relevance_col or "relevance"
-    t_raw = inputs.read(truth, "truth", rel_col)
-    has_relevance = relevance_col is not None or rel_col in t_raw.columns
-    if not has_relevance:
-        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=5)
-        if t_raw.height:
-            t_raw = t_raw.with_columns(pl.lit(1.0).alias(rel_col))
-    t_frame = check_frame(
-        t_raw, "truth", id_cols=[user_col, item_col], value_col=rel_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).",
-    )  # fmt: skip
-    t_frame = _cast(t_frame, "truth", kinds, [user_col, item_col])
-    dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
-    if dup.any():
-        msg = (
-            f"truth has {int(dup.sum())} duplicate (user, item) row(s); expected each item at "
-            f"most once per user. First offending rows:\n{show_rows(t_frame, dup, t_frame.columns)}"
-        )
-        raise InputError(msg)
-    return t_frame, rel_col, has_relevance
 
 
 def _positions(
