@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError
+from receval._errors import InputError, MetricError
 from receval.data.io import Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
     INTERNAL,
@@ -57,12 +57,13 @@ from receval.data.layout import (
 from receval.families.contract import Context, Part, Prepared, per_user_frame
 from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
-from receval.kernels.exact import parts_weighted
+from receval.kernels.exact import parts_weighted, segment_parts, segment_totals
 from receval.kernels.exact import total as total_exact
 from receval.metrics.registry import Metric
 
 __all__ = [
     "ExposureCounts",
+    "GroupExposure",
     "beyond_part",
     "catalog_of",
     "check_train",
@@ -103,6 +104,10 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         off, codes = ctx.top(m.k)
         name = m.name
         info: dict[str, Any] = {"users": n_users}
+        if name in _GROUP_METRICS:  # exposure of item groups over every list (global)
+            _group_exposure(part, ctx, m, info)
+            details[m.canonical] = info
+            continue
         if name in _LISTS:  # calibration, serendipity, exposure fairness (docs/fairness.md)
             values = _LISTS[name](m, ctx, info)
             _per_user_values(part, m, values, info, columns)
@@ -1313,3 +1318,194 @@ _LISTS: dict[str, Callable[[Metric, _Context, dict[str, Any]], np.ndarray]] = {
     "ee_relevance": _expected_exposure,
     "group_share": _group_share,
 }
+
+
+# ------------------------------------------------ exposure of item groups over every list
+# Global metrics (docs/fairness.md, "Exposure of groups over every list"): each group's
+# attention summed over every user's list, kept as exact expansions per group, so that every
+# engine (local, sharded, streaming, Spark) merges the blocks' states to the same bits.
+
+_GROUP_METRICS = frozenset(
+    {
+        "exposure_share",
+        "exposure_disparity",
+        "exposure_gap",
+        "exposure_gini",
+        "exposure_entropy",
+        "group_coverage",
+    }
+)
+_PAIRED = frozenset({"exposure_share", "exposure_disparity", "exposure_gap"})  # take group=
+_COMPARED = frozenset({"exposure_disparity", "exposure_gap"})  # and reference=
+
+
+def _group_labels(names: list[str], sets: _Sets) -> tuple[str, ...]:
+    """The groups' names in the order of their codes (1, 2, ...): the value of the column,
+    ``column=value`` when the groups come from several columns."""
+    out = []
+    for feature in sets.names:
+        j, value = feature.split("\x1f", 1)
+        out.append(value if len(names) == 1 else f"{names[int(j)]}={value}")
+    return tuple(out)
+
+
+def _group_code(m: Metric, param: str, names: list[str], labels: tuple[str, ...]) -> int:
+    """The code (from 1) of the group named by ``param`` of ``m``, or raise."""
+    value = m.get(param)
+    if len(names) != 1 or not isinstance(value, str):
+        msg = (
+            f"{m.canonical} compares one group of one column; pass both in the metric, e.g. "
+            f"{m.name}(by=provider, group=p1)@10 (columns: {names}; {param}: {value!r})."
+        )
+        raise MetricError(msg)
+    if value not in labels:
+        msg = (
+            f"{m.canonical}: no item of the item table is in group {value!r} of column "
+            f"{names[0]!r} ({param}=); expected one of its {len(labels)} groups, e.g. "
+            f"{list(labels[:_SHOW])}."
+        )
+        raise MetricError(msg)
+    return labels.index(value) + 1
+
+
+def _group_exposure(part: Part, ctx: _Context, m: Metric, info: dict[str, Any]) -> None:
+    """Add ``m`` to the group-exposure state of its cutoff, column and attention (made from
+    this block's lists on first use)."""
+    names = _category_names(m, ctx)
+    sets = _sets(ctx, names, "a group")
+    labels = _group_labels(names, sets)
+    if not labels:
+        msg = (
+            f"{m.canonical} reads groups from {names}, where no item of the item table has a "
+            "value; expected at least one item with a group."
+        )
+        raise InputError(msg)
+    if m.name in _PAIRED:
+        g = _group_code(m, "group", names, labels)
+        if m.name in _COMPARED:
+            if m.get("reference") is not None:
+                r = _group_code(m, "reference", names, labels)
+                if r == g:
+                    msg = (
+                        f"{m.canonical} compares a group with itself; pass another group as "
+                        f"reference=, or none to compare with every other group."
+                    )
+                    raise MetricError(msg)
+            elif len(labels) < 2:
+                msg = (
+                    f"{m.canonical} compares group {labels[0]!r} with the other groups of "
+                    f"{names[0]!r}, and the item table has no other; expected 2 groups or more."
+                )
+                raise MetricError(msg)
+    timed = any(p.name == "attention" for p in m.spec.params)
+    mode = f"{m.str_param('attention')}:{m.float_param('patience')!r}" if timed else "lists"
+    key = f"group_exposure@{m.k}:{names!r}:{mode}"
+    state = part.states.get(key)
+    if not isinstance(state, GroupExposure):
+        state = _group_state(ctx, m, sets, labels, timed)
+        part.states[key] = state
+    state.metrics += (m.canonical,)
+    info.update(groups=len(labels), items_without_group=sets.missing)
+
+
+def _group_state(
+    ctx: _Context, m: Metric, sets: _Sets, labels: tuple[str, ...], timed: bool
+) -> GroupExposure:
+    """This block's group exposure: attention per group (``timed``) and appearances in L@K."""
+    n_groups = len(labels)
+    size = np.diff(sets.f_off)
+    weights = 1.0 / np.repeat(size, size).astype(np.float64)
+    owner = np.repeat(np.arange(size.size), size)
+    items = np.bincount(sets.feats, weights=weights, minlength=n_groups + 1)
+    exposure = ctx.exposure(m.k)
+    hits = np.bincount(sets.feats, weights=exposure[owner], minlength=n_groups + 1)
+    hits[0] = exposure[size == 0].sum()
+    if timed:
+        _, _, att, codes = _exposure(m, ctx, m.str_param("attention") == "geometric")
+        values, seg = BK.group_pairs(codes, att, sets.f_off, sets.feats, weights)
+        flat, off = segment_parts(values, seg, n_groups + 1)
+    else:
+        flat, off = np.zeros(0), np.zeros(n_groups + 2, dtype=np.int64)
+    return GroupExposure(
+        labels=labels, items=items[1:], flat=flat, off=off,
+        hits=hits.astype(np.int64), lists=ctx.prep.r_grp.n_users,
+    )  # fmt: skip
+
+
+@dataclass
+class GroupExposure(GlobalState):
+    """The exposure of the item groups of one column at one cutoff and attention, over the
+    lists of a block of users: per segment (0: items without a group, then each group),
+    the attention summed exactly (an expansion, :func:`receval.kernels.exact.segment_parts`)
+    and the appearances in the top-K lists; the lists counted. Small (a few floats per
+    group), so it has no rows: blocks merge by adding (exactly), whatever their order."""
+
+    metrics: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()  # group names, by code 1, 2, ...
+    items: np.ndarray = field(default_factory=lambda: np.zeros(0))  # n_g per group
+    flat: np.ndarray = field(default_factory=lambda: np.zeros(0))  # expansions, by segment
+    off: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    hits: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    lists: int = 0
+
+    def merge(self, other: GroupExposure) -> GroupExposure:
+        """Add ``other``'s lists (in place; returns self)."""
+        if other.metrics != self.metrics or other.labels != self.labels:
+            msg = "group exposure states of different metrics or groups cannot merge"
+            raise ValueError(msg)
+        n_seg = self.off.size - 1
+        seg = np.arange(n_seg)
+        values = np.concatenate([self.flat, other.flat])
+        which = np.concatenate(
+            [np.repeat(seg, np.diff(self.off)), np.repeat(seg, np.diff(other.off))]
+        )
+        self.flat, self.off = segment_parts(values, which, n_seg)
+        self.hits = self.hits + other.hits
+        self.lists += other.lists
+        return self
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        exposure = segment_totals(self.flat, self.off)  # per segment, exactly rounded
+        shown = total_exact(self.flat[self.off[1] :])  # attention to items with a group
+        every = total_exact(self.flat)
+        name = metric.name
+        info["users"] = self.lists
+        if name == "group_coverage":
+            info["items_without_group_shown"] = int(self.hits[0])
+            return int(np.count_nonzero(self.hits[1:])) / len(self.labels)
+        info["exposure_without_group"] = float(exposure[0] / every) if every > 0 else math.nan
+        if name in ("exposure_gini", "exposure_entropy"):
+            return _spread(name, exposure[1:], shown)
+        g = self.labels.index(str(metric.get("group"))) + 1
+        if name == "exposure_share":
+            return float(exposure[g] / shown) if shown > 0 else math.nan
+        reference = metric.get("reference")
+        if reference is None:  # every other group: the exact sum of their expansions
+            rest = np.ones(len(self.labels) + 1, dtype=np.bool_)
+            rest[[0, g]] = False
+            keep = np.repeat(rest, np.diff(self.off))
+            e_ref = total_exact(self.flat[keep])
+            n_ref = math.fsum(self.items[rest[1:]])
+        else:
+            r = self.labels.index(str(reference)) + 1
+            e_ref, n_ref = float(exposure[r]), float(self.items[r - 1])
+        mine = exposure[g] / self.items[g - 1]
+        theirs = e_ref / n_ref
+        if name == "exposure_gap":
+            return float(mine / self.lists - theirs / self.lists) if self.lists else math.nan
+        if theirs == 0.0:
+            return math.inf if mine > 0.0 else math.nan
+        return float(mine / theirs)
+
+
+def _spread(name: str, exposure: np.ndarray, total: float) -> float:
+    """Gini index or entropy (bits) of the groups' exposure (``total``: its exact sum)."""
+    if total <= 0.0:
+        return math.nan
+    x = np.sort(exposure)
+    n = x.size
+    if name == "exposure_gini":
+        ranks = np.arange(1, n + 1, dtype=np.float64)
+        return math.fsum(((2.0 * ranks - n - 1.0) * x).tolist()) / (n * total)
+    p = x[x > 0.0] / total
+    return abs(math.fsum((-p * np.log2(p)).tolist()))

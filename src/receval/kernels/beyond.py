@@ -28,6 +28,7 @@ from receval.kernels.ranking import frozen as _frozen
 __all__ = [
     "awrf",
     "exposure_rows",
+    "group_pairs",
     "ils_jaccard",
     "ils_vectors",
     "list_pairs",
@@ -558,6 +559,45 @@ def exposure_rows(
         _frozen(top_rows), e_off, bool(expected), bool(geometric), float(patience), rows, att,
     )  # fmt: skip
     return e_off, rows, att
+
+
+@njit(cache=True, nogil=True)
+def _group_pairs(
+    codes: np.ndarray,
+    att: np.ndarray,
+    g_off: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    n = 0
+    for r in range(codes.shape[0]):
+        n += max(1, g_off[codes[r] + 1] - g_off[codes[r]])
+    values = np.empty(n, dtype=np.float64)
+    seg = np.empty(n, dtype=np.int64)
+    j = 0
+    for r in range(codes.shape[0]):
+        c = codes[r]
+        if g_off[c] == g_off[c + 1]:  # an item without a group: segment 0
+            values[j] = att[r]
+            seg[j] = 0
+            j += 1
+        for x in range(g_off[c], g_off[c + 1]):
+            values[j] = att[r] * weights[x]
+            seg[j] = groups[x]
+            j += 1
+    return values, seg
+
+
+def group_pairs(
+    codes: np.ndarray, att: np.ndarray, g_off: np.ndarray, groups: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each exposed row's attention ``att`` given to its item's groups: ``(values, seg)``, one
+    entry per (row, group) with the attention times the group's weight (item ``c``'s groups
+    ``groups[g_off[c]:g_off[c + 1]]``, numbered from 1, weights alongside), or one entry in
+    segment 0 with the whole attention for an item without a group."""
+    kernel: Any = _group_pairs
+    args = (_frozen(codes), _frozen(att), _frozen(g_off), _frozen(groups), _frozen(weights))
+    return kernel(*args)  # type: ignore[no-any-return]
 
 
 @njit(cache=True, nogil=True)
