@@ -440,6 +440,13 @@ def test_items_required_and_groups_without_items() -> None:
         receval.evaluate({"u": {"a": 1}}, RECS, "exposure_gini(by=provider)@2", items=empty)
 
 
+UNDEFINED = [
+    "exposure_disparity(by=provider, group=p)",
+    "exposure_gap(by=provider, group=p)",
+    "exposure_entropy(by=provider)",
+]
+
+
 def test_only_items_without_a_group_shown_is_nan_and_counted() -> None:
     res = receval.evaluate(
         {"u": {"a": 1}},
@@ -448,11 +455,14 @@ def test_only_items_without_a_group_shown_is_nan_and_counted() -> None:
             "exposure_share(by=provider, group=p)",
             "exposure_gini(by=provider)",
             "group_coverage(by=provider)",
+            *UNDEFINED,
         ],
         items=ITEMS,
     )
     assert math.isnan(res["exposure_share(by=provider, group=p)"])
     assert math.isnan(res["exposure_gini(by=provider)"])
+    for name in UNDEFINED:
+        assert math.isnan(res[name]), name
     assert res["group_coverage(by=provider)"] == 0.0
     assert res.details["exposure_share(by=provider, group=p)"]["exposure_without_group"] == 1.0
     assert res.details["group_coverage(by=provider)"]["items_without_group_shown"] == 1

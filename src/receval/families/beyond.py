@@ -1476,9 +1476,11 @@ class GroupExposure(GlobalState):
         info["exposure_without_group"] = float(exposure[0] / every) if every > 0 else math.nan
         if name in ("exposure_gini", "exposure_entropy"):
             return _spread(name, exposure[1:], shown)
+        if shown <= 0.0:  # no attention to any item with a group
+            return math.nan
         g = self.labels.index(str(metric.get("group"))) + 1
         if name == "exposure_share":
-            return float(exposure[g] / shown) if shown > 0 else math.nan
+            return float(exposure[g] / shown)
         reference = metric.get("reference")
         if reference is None:  # every other group: the exact sum of their expansions
             rest = np.ones(len(self.labels) + 1, dtype=np.bool_)
@@ -1492,7 +1494,7 @@ class GroupExposure(GlobalState):
         mine = exposure[g] / self.items[g - 1]
         theirs = e_ref / n_ref
         if name == "exposure_gap":
-            return float(mine / self.lists - theirs / self.lists) if self.lists else math.nan
+            return float(mine / self.lists - theirs / self.lists)
         if theirs == 0.0:
             return math.inf if mine > 0.0 else math.nan
         return float(mine / theirs)
