@@ -397,10 +397,10 @@ def test_compare_accepts_them() -> None:
 # -------------------------------------------------------------------- bad input
 
 BAD = [
-    ("exposure_share(by=provider, group=s)@2", receval.MetricError,
+    ("exposure_share(by=provider, group=s)@2", receval.InputError,
      r"^exposure_share\(by=provider, group=s\)@2: no item of the item table is in group 's' of "
      r"column 'provider' \(group=\); expected one of its 3 groups, e\.g\. \['p', 'q', 'r'\]\.$"),
-    ("exposure_disparity(by=provider, group=q, reference=s)@2", receval.MetricError,
+    ("exposure_disparity(by=provider, group=q, reference=s)@2", receval.InputError,
      r"in group 's' .*\(reference=\)"),
     ("exposure_gap(by=provider, group=q, reference=q)@2", receval.MetricError,
      "compares a group with itself"),

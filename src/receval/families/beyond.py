@@ -1284,7 +1284,7 @@ def _group_share(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
             f"{m.canonical} takes the share of one group of one column; pass both in the "
             f"metric, e.g. group_share(by=provider, group=p1)@10 (columns: {names})."
         )
-        raise InputError(msg)
+        raise MetricError(msg)
     sets = _sets(ctx, names, "a group")
     _check_listed(m, ctx, sets, codes, "a group")
     label = f"0\x1f{group}"
@@ -1364,7 +1364,7 @@ def _group_code(m: Metric, param: str, names: list[str], labels: tuple[str, ...]
             f"{names[0]!r} ({param}=); expected one of its {len(labels)} groups, e.g. "
             f"{list(labels[:_SHOW])}."
         )
-        raise MetricError(msg)
+        raise InputError(msg)
     return labels.index(value) + 1
 
 

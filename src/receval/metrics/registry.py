@@ -1576,7 +1576,6 @@ EXPOSURE_SHARE = _beyond(
     "without a group left out of the total, counted in details).",
     "E_g / sum_h E_h",
     params=(_BY, _GROUP, _ATTENTION, _PATIENCE),
-    aliases=("group_exposure",),
     references=(
         _SINGH,
         "Sapiezynski et al., Quantifying the impact of user attention on fair group "
