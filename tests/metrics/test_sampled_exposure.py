@@ -8,17 +8,22 @@ tie-aware expectation (every order of each tie group as a sample); bad input.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 from collections.abc import Hashable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 import receval
 from helpers import fairness as F
+from receval.cli import app
+from receval.engines.shard import evaluate_sharded
 
 EE = ("ee_loss", "ee_disparity", "ee_relevance")
 
@@ -54,7 +59,6 @@ def test_two_samples_worked_by_hand() -> None:
     assert res["ee_disparity@2"] == 9 / 8
     assert res["ee_relevance@2"] == 15 / 16
     assert res["ee_loss@2"] == 3 / 8
-    assert res.details["ee_loss@2"]["samples"] == 2
 
 
 # ------------------------------------------------------------- against the brute force
@@ -238,8 +242,16 @@ def test_engines_without_sampled_rankings_are_refused() -> None:
                                 item_ids=["a", "b"])  # fmt: skip
     with pytest.raises(receval.InputError, match=r"model source .* one deterministic ranking"):
         receval.evaluate({"u": {"a": 1}}, model, "ee_loss@1", sample_col="sample")
-    with pytest.raises(receval.InputError, match=r"local engine, not with engine='stream'"):
-        receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample", engine="stream")
+    with pytest.raises(receval.InputError, match=r"not with the Spark engine"):
+        receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample", engine="spark")
+    with pytest.raises(receval.InputError, match=r"not with sampling="):
+        receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample",
+                         sampling=receval.Sampling(10))  # fmt: skip
+    ev = receval.Evaluator("ee_loss@1", sample_col="sample")
+    with pytest.raises(receval.InputError, match=r"update_scores gives one deterministic"):
+        ev.update_scores(["u"], np.ones((1, 2)), {"u": {0: 1}})
+    with pytest.raises(receval.MetricError, match=r"not \['ndcg@1'\]"):
+        receval.Evaluator(["ee_loss@1", "ndcg@1"], sample_col="sample")
     with pytest.raises(receval.InputError, match=r"score_col and sample_col both name"):
         receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="score")
 
@@ -248,3 +260,80 @@ def test_permutations_helper_is_complete() -> None:
     """The tie orders used above: a first, then the 3! orders of b, c, d."""
     got = F.orders([("u", "a", 3), ("u", "b", 2), ("u", "c", 2), ("u", "d", 2)])["u"]
     assert sorted(map(tuple, got)) == sorted(("a", *p) for p in itertools.permutations("bcd"))
+
+
+# ------------------------------------------------------------------------------ engines
+
+
+def big_case(str_ids: bool) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """300 users, 1 to 5 samples of 1 to 8 items each (integer scores: ties), rows of the
+    users interleaved."""
+    rng = random.Random(11)
+    rows, truth = [], []
+    for u in range(300):
+        length = rng.randint(1, 8)
+        for s in range(rng.randint(1, 5)):
+            for item in rng.sample(range(40), length):
+                rows.append((u, item, s, float(rng.randint(0, 3))))
+        truth += [(u, i) for i in rng.sample(range(40), rng.randint(0, 4))]
+    rng.shuffle(rows)
+    recs = pl.DataFrame(rows, schema=["user", "item", "sample", "score"], orient="row")
+    t = pl.DataFrame(truth, schema=["user", "item"], orient="row")
+    items = pl.DataFrame({"item": range(45)})
+    if str_ids:
+        recs = recs.with_columns(pl.col("user", "item").cast(pl.String))
+        t = t.with_columns(pl.col("user", "item").cast(pl.String))
+        items = items.with_columns(pl.col("item").cast(pl.String))
+    return t, recs, items
+
+
+@pytest.mark.parametrize("str_ids", [False, True])
+@pytest.mark.parametrize("ties", ["expected", "first"])
+def test_stream_and_shards_equal_local_bit_for_bit(str_ids: bool, ties: str) -> None:
+    t, recs, items = big_case(str_ids)
+    names = ["ee_loss@3", "ee_disparity", "ee_relevance(patience=0.7)@2"]
+    opts: dict[str, Any] = {"ties": ties, "sample_col": "sample"}
+    local = receval.evaluate(t, recs, names, items=items, **opts)
+    stream = receval.evaluate(t, recs, names, items=items, engine="stream", block_memory=20_000,
+                              **opts)  # fmt: skip
+    sharded = evaluate_sharded(t, recs, names, items=items, n_shards=5, **opts)
+    without_items = receval.evaluate(t, recs, names, **opts)  # the catalog: truth + recs
+    sharded_without = evaluate_sharded(t, recs, names, n_shards=5, **opts)
+    for other, base in ((stream, local), (sharded, local), (sharded_without, without_items)):
+        assert other.per_user.equals(base.per_user)
+        assert other.means == base.means
+        assert other.counts == base.counts
+    ev = receval.Evaluator(names, items=items, **opts)
+    users = recs["user"].unique().sort()
+    for part in (users.head(100), users.slice(100)):
+        ev.update(t.filter(pl.col("user").is_in(part.implode())),
+                  recs.filter(pl.col("user").is_in(part.implode())))  # fmt: skip
+    assert ev.compute().per_user.equals(local.per_user)
+
+
+# ---------------------------------------------------------------------------- command line
+
+
+def test_command_line_flag_and_config_key(tmp_path: Path) -> None:
+    """--sample-col and the config key sample_col give the library's result; another metric
+    with them fails naming it."""
+    recs = sampled_frame({"u": [["a", "b", "c"], ["c", "a", "b"]], "v": [["b", "a", "d"]]},
+                         by_rank=True)  # fmt: skip
+    recs.write_csv(tmp_path / "recs.csv")
+    pl.DataFrame({"user": ["u", "v"], "item": ["a", "d"]}).write_csv(tmp_path / "truth.csv")
+    lib = receval.evaluate(tmp_path / "truth.csv", tmp_path / "recs.csv", ["ee_loss@2"],
+                           rank_col="rank", sample_col="sample")  # fmt: skip
+    base = ["evaluate", "--truth", str(tmp_path / "truth.csv"), "--recs",
+            str(tmp_path / "recs.csv"), "--rank-col", "rank", "--format", "json"]  # fmt: skip
+    runner = CliRunner()
+    done = runner.invoke(app, [*base, "-m", "ee_loss@2", "--sample-col", "sample"])
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["metrics"]["ee_loss@2"] == lib["ee_loss@2"]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"sample_col": "sample", "metrics": ["ee_loss@2"]}))
+    done = runner.invoke(app, [*base, "--config", str(config)])
+    assert done.exit_code == 0, done.stderr
+    assert json.loads(done.stdout)["metrics"]["ee_loss@2"] == lib["ee_loss@2"]
+    done = runner.invoke(app, [*base, "-m", "ndcg@2", "--sample-col", "sample"])
+    assert done.exit_code != 0
+    assert "not ['ndcg@2']" in done.stderr

@@ -50,6 +50,7 @@ from receval.data.layout import (
     cast_ids,
     check_frame,
     check_id_type,
+    group_by_user,
     id_type_fix,
     show_rows,
     trec_tie_keys,
@@ -184,15 +185,20 @@ def check_sampled_metrics(plan: tuple[Metric, ...], sample_col: str) -> None:
 
 def split_samples(
     recs: pl.DataFrame, *, user_col: str, item_col: str, order_col: str, sample_col: str,
-    by_rank: bool,
+    by_rank: bool, allow_empty: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
     """Sampled rankings (rows ``(user, item, sample, score or rank)``) as the distinct
-    ``(user, item, score)`` rows the layout holds (each pair's first row) and the sampled
-    rows by their pair (:attr:`Context.samples <receval.families.contract.Context>`).
+    ``(user, item, score)`` rows the layout holds (each pair's first row; rows grouped by user,
+    input order within a user) and the sampled rows by their pair, ordered by user, sample
+    (first appearance in the user's rows) and input order
+    (:attr:`Context.samples <receval.families.contract.Context>`). A Numba pass over each
+    user's rows (:func:`receval.kernels.beyond.sampled_lists`) does the work in linear time.
 
     :class:`InputError` for a missing or null sample column, an item twice in one sample of a
     user, or a user whose samples rank different numbers of items (each sample is one whole
-    ranking of the stochastic ranker: a shorter one is a truncated sample).
+    ranking of the stochastic ranker: a shorter one is a truncated sample). Every check is
+    within a user: a shard or block of whole users (``allow_empty``: possibly no row) gives
+    the local engine's values.
     """
     if sample_col not in recs.columns:
         msg = (
@@ -205,44 +211,57 @@ def split_samples(
         recs, "recs", id_cols=cols, value_col=order_col,
         value_name="rank" if by_rank else "score",
         fix="pass score_col= or rank_col= to name the column that orders each sampled ranking.",
+        allow_empty=allow_empty,
     )  # fmt: skip
-    twice = checked.select(cols).is_duplicated()
-    if twice.any():
+    grp = group_by_user(checked, user_col)
+    source = np.arange(checked.height, dtype=np.int64) if grp.order is None else grp.order
+    code, rep, pos, dup, shortest, longest = BK.sampled_lists(
+        grp.offsets, grp.take(_equality_keys(checked[item_col])),
+        grp.take(_equality_keys(checked[sample_col])),
+    )  # fmt: skip
+    if dup.any():
+        twice = np.zeros(checked.height, dtype=np.bool_)
+        twice[source[dup]] = True
         msg = (
-            f"recs has {int(twice.sum())} rows whose item appears twice in the same sample of "
+            f"recs has {int(dup.sum())} rows whose item appears twice in the same sample of "
             f"the same user ({sample_col!r}); expected each sample to rank an item at most "
-            f"once. First offending rows:\n{show_rows(checked, twice, [*cols, order_col])}"
+            f"once. First offending rows:\n"
+            f"{show_rows(checked, pl.Series(twice), [*cols, order_col])}"
         )
         raise InputError(msg)
-    lengths = checked.group_by(user_col, sample_col).len()
-    uneven = (
-        lengths.group_by(user_col)
-        .agg(pl.col("len").min().alias("shortest"), pl.col("len").max().alias("longest"))
-        .filter(pl.col("shortest") != pl.col("longest"))
-        .sort(user_col)
-    )
-    if uneven.height:
-        shown = ", ".join(f"{u!r} ({a} to {b} items)" for u, a, b in uneven.head(_SHOW).iter_rows())
+    uneven = np.flatnonzero(shortest != longest)
+    if uneven.size:
+        shown = ", ".join(
+            f"{grp.keys[int(u)]!r} ({shortest[u]} to {longest[u]} items)" for u in uneven[:_SHOW]
+        )
         msg = (
-            f"recs has {uneven.height} user(s) whose samples ({sample_col!r}) rank different "
+            f"recs has {uneven.size} user(s) whose samples ({sample_col!r}) rank different "
             f"numbers of items, e.g. {shown}; expected every sample of a user to be a whole "
             "ranking of the same length (a shorter sample is a truncated one)."
         )
         raise InputError(msg)
-    pairs = (
-        checked.select(user_col, item_col, order_col)
-        .unique(subset=[user_col, item_col], keep="first", maintain_order=True)
-        .with_row_index(SAMPLE_PAIR)
+    grouped = np.arange(rep.size, dtype=np.int64)
+    first = rep == grouped  # each user's first row of each item: the layout's rows
+    pair_of = np.cumsum(first) - 1
+    by_sample = np.empty(rep.size, dtype=np.int64)
+    by_sample[pos] = grouped  # the user's rows by sample, then input order
+    order = grp.take(checked[order_col].to_numpy())
+    pairs = checked.select(user_col, item_col, order_col)[source[first]]
+    samples = pl.DataFrame(
+        {
+            SAMPLE_PAIR: pair_of[rep[by_sample]],
+            SAMPLE_CODE: code[by_sample],
+            SAMPLE_ORDER: np.ascontiguousarray(order[by_sample], dtype=np.float64),
+        }
     )
-    samples = checked.join(
-        pairs.select(user_col, item_col, SAMPLE_PAIR), on=[user_col, item_col], how="left",
-        maintain_order="left",
-    ).select(
-        pl.col(SAMPLE_PAIR).cast(pl.Int64),
-        (pl.col(sample_col).rank("dense") - 1).cast(pl.Int64).alias(SAMPLE_CODE),
-        pl.col(order_col).alias(SAMPLE_ORDER),
-    )  # fmt: skip
-    return pairs.drop(SAMPLE_PAIR), samples
+    return pairs, samples
+
+
+def _equality_keys(ids: pl.Series) -> np.ndarray:
+    """int64 keys, equal exactly when the ids are equal: integer ids, or the codes of text."""
+    if ids.dtype == pl.String:
+        return np.ascontiguousarray(ids.cast(pl.Categorical).to_physical().to_numpy(), np.int64)
+    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
 
 
 def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
@@ -1334,10 +1353,8 @@ def _sampled_exposure(m: Metric, ctx: _Context) -> tuple[np.ndarray, np.ndarray,
         row_user = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(offsets))
         grouped = to_grouped[samples[SAMPLE_PAIR].to_numpy()]
         code = samples[SAMPLE_CODE].to_numpy()
-        user = row_user[grouped]
-        by_list = np.lexsort((code, user))  # stable: input order within a sample
-        grouped, user, code = grouped[by_list], user[by_list], code[by_list]
-        score = np.ascontiguousarray(samples[SAMPLE_ORDER].to_numpy()[by_list], np.float64)
+        user = row_user[grouped]  # rows by user, then sample, then input order
+        score = np.ascontiguousarray(samples[SAMPLE_ORDER].to_numpy(), np.float64)
         if prep.ties == "first":
             tie = np.arange(grouped.size, dtype=np.int64)
         else:  # the policy's key of the item, as for one ranking
@@ -1374,7 +1391,6 @@ def _expected_exposure(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.nda
     gamma = m.float_param("patience")
     if prep.context.samples is not None:
         e_off, rows, att = _sampled_exposure(m, ctx)
-        info["samples"] = int(prep.context.samples[SAMPLE_CODE].n_unique())
     else:
         e_off, rows, att, _ = _exposure(m, ctx, True)
     threshold = prep.threshold_of(m)

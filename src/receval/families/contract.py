@@ -184,8 +184,9 @@ class Context:
     samples:
         With ``sample_col``: every sampled recs row as its row of the distinct (user, item)
         recs that the layout holds (:data:`SAMPLE_PAIR`, a row of ``r_grp.source``), its
-        sample (:data:`SAMPLE_CODE`, a dense code) and its score or rank
-        (:data:`SAMPLE_ORDER`); None without.
+        sample (:data:`SAMPLE_CODE`, its index in the user) and its score or rank
+        (:data:`SAMPLE_ORDER`), rows ordered by user (as ``r_grp``), sample, input order;
+        None without.
     """
 
     train: Any = None
