@@ -24,6 +24,7 @@ import receval
 from helpers import fairness as F
 from receval.cli import app
 from receval.engines.shard import evaluate_sharded
+from receval.kernels import beyond as BK
 
 EE = ("ee_loss", "ee_disparity", "ee_relevance")
 
@@ -309,6 +310,8 @@ def test_stream_and_shards_equal_local_bit_for_bit(str_ids: bool, ties: str) -> 
         ev.update(t.filter(pl.col("user").is_in(part.implode())),
                   recs.filter(pl.col("user").is_in(part.implode())))  # fmt: skip
     assert ev.compute().per_user.equals(local.per_user)
+    # integer and text ids, scores and ranks: one compiled signature of the sampling pass
+    assert len(BK._samples_chunk.signatures) == 1
 
 
 # ---------------------------------------------------------------------------- command line
