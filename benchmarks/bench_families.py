@@ -20,9 +20,10 @@ read before the clock starts):
 * ``numpy``: the same formula written by hand with integer ids ``0 .. n - 1``: the top 10 by
   ``np.lexsort``, ``np.bincount`` per user and group, the history's summed unit vectors for
   the mean cosine. No peer library has these metrics at this scale, so this is the baseline.
-* ``rectools`` (``pop_serendipity``): RecTools' ``Serendipity(k=10).calc_per_user`` on the
-  same rows with their rank (computed before the clock: RecTools takes ranks), train as its
-  previous interactions, the item table as its catalog. RecTools 0.19.0 pins numpy < 2: pass
+* ``rectools`` (``pop_serendipity_ranked``): RecTools' ``Serendipity(k=10).calc_per_user``
+  on the same rows with their rank (computed before the clock: RecTools takes ranks), train as
+  its previous interactions, the item table as its catalog; receval's ``pop_serendipity_ranked``
+  reads the same ranks (``rank_col="rank"``). RecTools 0.19.0 pins numpy < 2: pass
   ``--rectools-python`` a virtual environment's Python with ``pip install rectools==0.19.0``.
 * ``recommenders`` (``unexpectedness``, ``serendipity``): Microsoft Recommenders'
   ``user_serendipity`` with ``item_sim_measure="item_feature_vector"`` on each user's top 10
@@ -65,12 +66,14 @@ METRICS = {
     "unexpectedness": "unexpectedness@10",
     "serendipity": "serendipity@10",
     "pop_serendipity": "pop_serendipity@10",
+    "pop_serendipity_ranked": "pop_serendipity@10",
     "awrf": "awrf(by=provider)@10",
     "ee_loss": "ee_loss@10",
     "group_share": "group_share(by=provider, group=p0)@10",
     "ee_loss_sampled": "ee_loss@10",
 }
-PEERS = {"rectools": ("pop_serendipity",), "recommenders": ("unexpectedness", "serendipity")}
+PEERS = {"rectools": ("pop_serendipity_ranked",),
+         "recommenders": ("unexpectedness", "serendipity")}  # fmt: skip
 
 
 def _peak_rss() -> int:
@@ -131,6 +134,7 @@ def receval_calls(d: Any) -> dict[str, Any]:
     import receval
 
     recs = pl.DataFrame({"user": d["users"], "item": d["items"], "score": d["score"]})
+    ranked = pl.DataFrame({"user": d["users"], "item": d["items"], "rank": d["rank"]})
     truth = pl.DataFrame({"user": d["t_users"], "item": d["t_items"]})
     train = pl.DataFrame({"user": d["h_users"], "item": d["h_items"]})
     sampled = pl.DataFrame(
@@ -152,6 +156,10 @@ def receval_calls(d: Any) -> dict[str, Any]:
         if key == "ee_loss_sampled":
             return lambda: receval.evaluate(
                 truth, sampled, METRICS[key], rank_col="rank", sample_col="sample", items=items
+            ).means[METRICS[key]]
+        if key == "pop_serendipity_ranked":  # RecTools' input: the same rows with their rank
+            return lambda: receval.evaluate(
+                truth, ranked, METRICS[key], rank_col="rank", **opts
             ).means[METRICS[key]]
         return lambda: receval.evaluate(truth, recs, METRICS[key], **opts).means[METRICS[key]]
 
@@ -212,8 +220,12 @@ def numpy_calls(d: Any) -> dict[str, Any]:
             values = values * relevant(owner, listed)
         return float(per_user_mean(owner, values).mean())
 
-    def pop_serendipity() -> float:
-        listed, owner, pos = top()
+    def pop_serendipity(ranked: bool = False) -> float:
+        if ranked:  # the rows ranked 1 .. K
+            keep = d["rank"] <= K
+            listed, owner, pos = items[keep], users[keep], d["rank"][keep] - 1
+        else:
+            listed, owner, pos = top()
         pop = np.bincount(h_items, minlength=n_items)  # distinct (user, item) rows
         present = np.unique(pop[pop > 0])[::-1]  # distinct counts, most popular first
         dense = np.zeros(pop.max() + 1, dtype=np.int64)
@@ -267,6 +279,7 @@ def numpy_calls(d: Any) -> dict[str, Any]:
     return {
         "miscalibration": miscalibration, "unexpectedness": lambda: unexpected(False),
         "serendipity": lambda: unexpected(True), "pop_serendipity": pop_serendipity,
+        "pop_serendipity_ranked": lambda: pop_serendipity(ranked=True),
         "awrf": awrf, "ee_loss": ee_loss, "group_share": group_share,
         "ee_loss_sampled": ee_loss_sampled,
     }  # fmt: skip
@@ -290,7 +303,7 @@ def rectools_calls(d: Any) -> dict[str, Any]:
         per_user = Serendipity(k=K).calc_per_user(reco, inter, prev, catalog)
         return float(per_user.mean())
 
-    return {"pop_serendipity": call}
+    return {"pop_serendipity_ranked": call}
 
 
 def recommenders_calls(d: Any) -> dict[str, Any]:
@@ -409,10 +422,10 @@ def main() -> None:
 def _report(case: str, rows: int, n_items: int, got: dict[str, Any]) -> None:
     print(f"\ncase {case}: {rows:,} recs rows, {n_items:,} items, load {os.getloadavg()}")
     ours = got["receval"]["metrics"]
-    print(f"  {'metric':<16} {'receval s':>10} " + " ".join(f"{t + ' s':>15} {'ratio':>6}"
+    print(f"  {'metric':<22} {'receval s':>10} " + " ".join(f"{t + ' s':>15} {'ratio':>6}"
           for t in got if t != "receval"))  # fmt: skip
     for key in METRICS:
-        line = f"  {key:<16} {ours[key]['warm_s']:10.3f} "
+        line = f"  {key:<22} {ours[key]['warm_s']:10.3f} "
         for tool, res in got.items():
             if tool == "receval":
                 continue
