@@ -50,11 +50,21 @@ from receval.data.layout import (
     cast_ids,
     check_frame,
     check_id_type,
+    group_by_user,
     id_type_fix,
     show_rows,
     trec_tie_keys,
 )
-from receval.families.contract import Context, Part, Prepared, per_user_frame
+from receval.families.contract import (
+    SAMPLE_CODE,
+    SAMPLE_ORDER,
+    SAMPLE_PAIR,
+    SAMPLED_METRICS,
+    Context,
+    Part,
+    Prepared,
+    per_user_frame,
+)
 from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
 from receval.kernels.exact import parts_weighted, segment_parts, segment_totals
@@ -66,6 +76,7 @@ __all__ = [
     "GroupExposure",
     "beyond_part",
     "catalog_of",
+    "check_sampled_metrics",
     "check_train",
     "check_train_columns",
     "exposure_histogram",
@@ -74,6 +85,7 @@ __all__ = [
     "join_key_type",
     "read_items",
     "read_train",
+    "split_samples",
     "train_popularity",
     "unify_items",
     "warn_in_train",
@@ -160,6 +172,101 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         every = np.arange(prep.r_grp.n_users)
         part.per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
     return part
+
+
+def check_sampled_metrics(plan: tuple[Metric, ...], sample_col: str) -> None:
+    """:class:`MetricError` unless every metric of ``plan`` is defined over a stochastic
+    ranking given as sampled rankings (:data:`SAMPLED_METRICS`, docs/fairness.md)."""
+    others = [m.canonical for m in plan if m.name not in SAMPLED_METRICS]
+    if others:
+        msg = (
+            f"sample_col={sample_col!r} gives several sampled rankings per user (a stochastic "
+            f"ranker); only {', '.join(SAMPLED_METRICS)} are defined over them, not "
+            f"{others[:_SHOW]}. Evaluate those metrics on one ranking per user, without "
+            "sample_col."
+        )
+        raise MetricError(msg)
+
+
+def split_samples(
+    recs: pl.DataFrame, *, user_col: str, item_col: str, order_col: str, sample_col: str,
+    by_rank: bool, allow_empty: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """Sampled rankings (rows ``(user, item, sample, score or rank)``) as the distinct
+    ``(user, item, score)`` rows the layout holds (each pair's first row; rows grouped by user,
+    input order within a user) and the sampled rows by their pair, ordered by user, sample
+    (first appearance in the user's rows) and input order
+    (:attr:`Context.samples <receval.families.contract.Context>`). A Numba pass over each
+    user's rows (:func:`receval.kernels.beyond.sampled_lists`) does the work in linear time.
+
+    :class:`InputError` for a missing or null sample column, an item twice in one sample of a
+    user, or a user whose samples rank different numbers of items (each sample is one whole
+    ranking of the stochastic ranker: a shorter one is a truncated sample). Every check is
+    within a user: a shard or block of whole users (``allow_empty``: possibly no row) gives
+    the local engine's values.
+    """
+    if sample_col not in recs.columns:
+        msg = (
+            f"recs is missing column {sample_col!r} (sample_col; columns found: "
+            f"{recs.columns}); expected the column naming each row's sampled ranking."
+        )
+        raise InputError(msg)
+    cols = [user_col, item_col, sample_col]
+    checked = check_frame(
+        recs, "recs", id_cols=cols, value_col=order_col,
+        value_name="rank" if by_rank else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each sampled ranking.",
+        allow_empty=allow_empty,
+    )  # fmt: skip
+    grp = group_by_user(checked, user_col)
+    source = np.arange(checked.height, dtype=np.int64) if grp.order is None else grp.order
+    code, rep, pos, dup, shortest, longest = BK.sampled_lists(
+        grp.offsets, grp.take(_equality_keys(checked[item_col])),
+        grp.take(_equality_keys(checked[sample_col])),
+    )  # fmt: skip
+    if dup.any():
+        twice = np.zeros(checked.height, dtype=np.bool_)
+        twice[source[dup]] = True
+        msg = (
+            f"recs has {int(dup.sum())} rows whose item appears twice in the same sample of "
+            f"the same user ({sample_col!r}); expected each sample to rank an item at most "
+            f"once. First offending rows:\n"
+            f"{show_rows(checked, pl.Series(twice), [*cols, order_col])}"
+        )
+        raise InputError(msg)
+    uneven = np.flatnonzero(shortest != longest)
+    if uneven.size:
+        shown = ", ".join(
+            f"{grp.keys[int(u)]!r} ({shortest[u]} to {longest[u]} items)" for u in uneven[:_SHOW]
+        )
+        msg = (
+            f"recs has {uneven.size} user(s) whose samples ({sample_col!r}) rank different "
+            f"numbers of items, e.g. {shown}; expected every sample of a user to be a whole "
+            "ranking of the same length (a shorter sample is a truncated one)."
+        )
+        raise InputError(msg)
+    grouped = np.arange(rep.size, dtype=np.int64)
+    first = rep == grouped  # each user's first row of each item: the layout's rows
+    pair_of = np.cumsum(first) - 1
+    by_sample = np.empty(rep.size, dtype=np.int64)
+    by_sample[pos] = grouped  # the user's rows by sample, then input order
+    order = grp.take(checked[order_col].to_numpy())
+    pairs = checked.select(user_col, item_col, order_col)[source[first]]
+    samples = pl.DataFrame(
+        {
+            SAMPLE_PAIR: pair_of[rep[by_sample]],
+            SAMPLE_CODE: code[by_sample],
+            SAMPLE_ORDER: np.ascontiguousarray(order[by_sample], dtype=np.float64),
+        }
+    )
+    return pairs, samples
+
+
+def _equality_keys(ids: pl.Series) -> np.ndarray:
+    """int64 keys, equal exactly when the ids are equal: integer ids, or the codes of text."""
+    if ids.dtype == pl.String:
+        return np.ascontiguousarray(ids.cast(pl.Categorical).to_physical().to_numpy(), np.int64)
+    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
 
 
 def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
@@ -1231,11 +1338,66 @@ def _awrf(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
     return values
 
 
+def _sampled_exposure(m: Metric, ctx: _Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each user's expected exposure from its sampled rankings (``sample_col``): ``(e_off,
+    rows, eps)``, ``eps`` the mean over the user's samples of each item's attention in the
+    sample (0 where a sample leaves it out; Diaz et al. 2020, the sampled estimate), one entry
+    per exposed recs row (a distinct (user, item)), in the order the items are first exposed
+    (sample by sample, best first: with one sample, the order and values of a ranking)."""
+    key = ("sampled", m.k, m.float_param("patience"))
+    if key not in ctx._cache:
+        prep = ctx.prep
+        samples = prep.context.samples
+        assert samples is not None
+        offsets = prep.r_grp.offsets
+        n_rows = int(offsets[-1])
+        order = prep.r_grp.order
+        to_grouped = np.arange(n_rows, dtype=np.int64)
+        if order is not None:  # source row -> grouped row
+            to_grouped[order] = np.arange(n_rows, dtype=np.int64)
+        row_user = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(offsets))
+        grouped = to_grouped[samples[SAMPLE_PAIR].to_numpy()]
+        code = samples[SAMPLE_CODE].to_numpy()
+        user = row_user[grouped]  # rows by user, then sample, then input order
+        score = np.ascontiguousarray(samples[SAMPLE_ORDER].to_numpy(), np.float64)
+        if prep.ties == "first":
+            tie = np.arange(grouped.size, dtype=np.int64)
+        else:  # the policy's key of the item, as for one ranking
+            tie = np.ascontiguousarray(ctx.tie[grouped])
+        starts = np.flatnonzero(
+            np.concatenate(([True], (user[1:] != user[:-1]) | (code[1:] != code[:-1])))
+        )
+        l_off = np.append(starts, grouped.size).astype(np.int64)
+        per_user = np.bincount(user[starts], minlength=prep.r_grp.n_users).astype(np.float64)
+        longest = int(np.diff(l_off).max(initial=0))
+        top_off, top_rows = BK.select_top(
+            l_off, score, tie, longest if m.k is None else m.k, negate=prep.by_rank
+        )
+        _, x_rows, att = BK.exposure_rows(
+            l_off, score, tie, top_off, top_rows, negate=prep.by_rank,
+            expected=prep.ties == "expected", geometric=True, patience=m.float_param("patience"),
+        )  # fmt: skip
+        exposed = grouped[x_rows]
+        owner = user[x_rows]
+        weight = att / per_user[owner]
+        eps = np.bincount(exposed, weights=weight, minlength=n_rows)
+        first_rows, first = np.unique(exposed, return_index=True)
+        rows = first_rows[np.argsort(first, kind="stable")]  # user by user, first exposed first
+        e_off = np.zeros(prep.r_grp.n_users + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_user[rows], minlength=prep.r_grp.n_users), out=e_off[1:])
+        ctx._cache[key] = (e_off, rows, np.ascontiguousarray(eps[rows]))
+    return ctx._cache[key]  # type: ignore[no-any-return]
+
+
 def _expected_exposure(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
-    """EE-L, EE-D or EE-R per user (Diaz et al. 2020), attention patience^(j-1)."""
+    """EE-L, EE-D or EE-R per user (Diaz et al. 2020), attention patience^(j-1); from several
+    sampled rankings per user, the mean of their exposures (:func:`_sampled_exposure`)."""
     prep = ctx.prep
     gamma = m.float_param("patience")
-    e_off, rows, att, _ = _exposure(m, ctx, True)
+    if prep.context.samples is not None:
+        e_off, rows, att = _sampled_exposure(m, ctx)
+    else:
+        e_off, rows, att, _ = _exposure(m, ctx, True)
     threshold = prep.threshold_of(m)
     rel = _relevant_rows(ctx, threshold)[rows]
     n_users = prep.r_grp.n_users
