@@ -40,7 +40,7 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice, check_integer
-from receval.data.audit import SplitAudit, audit_frames, emit
+from receval.data.audit import CodedRows, SplitAudit, audit_coded, emit, relevant_rows
 from receval.data.interactions import (
     Columns,
     bound_key,
@@ -505,8 +505,8 @@ def _size(given: dict[str, Any], n_name: str, f_name: str) -> tuple[int, int, in
 @dataclass
 class _Work:
     """The table being split: its checked columns, per row the time order key and the
-    seeded random key, which rows are still kept, and (once needed) the rows grouped by
-    user."""
+    seeded random key, which rows are still kept, and its rows as codes (dense user and item
+    codes, the rows grouped by user: :class:`receval.data.audit.CodedRows`)."""
 
     frame: pl.DataFrame
     columns: Columns
@@ -514,8 +514,7 @@ class _Work:
     time: np.ndarray  # int64 order keys (zeros without a time column)
     tie: np.ndarray  # int64 seeded hash of (user, item, time)
     keep: np.ndarray
-    _groups: tuple[pl.Series, np.ndarray, np.ndarray] | None = None
-    _ordered: dict[bool, np.ndarray] = field(default_factory=dict)
+    coded: CodedRows
 
     @staticmethod
     def of(frame: pl.DataFrame, columns: Columns, seed: int) -> _Work:
@@ -532,41 +531,34 @@ class _Work:
         for other in keys[1:]:
             mixed = mixed ^ other
         tie = mixed.hash(seed=_mix(seed, 3)).to_numpy().view(np.int64)
-        return _Work(frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_))
+        coded = CodedRows.of(
+            frame[columns.user], frame[columns.item], time if columns.time is not None else None
+        )
+        return _Work(frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_), coded)
 
     @property
     def groups(self) -> tuple[pl.Series, np.ndarray, np.ndarray]:
         """(user keys, offsets, rows): user ``g``'s row indices, in input order, are
-        ``rows[offsets[g]:offsets[g + 1]]`` (the order of users is Polars' and plays no part
+        ``rows[offsets[g]:offsets[g + 1]]`` (users ascending by id; their order plays no part
         in any result)."""
-        if self._groups is None:
-            grouped = (
-                self.frame.select(self.columns.user)
-                .with_row_index("__row")
-                .group_by(self.columns.user)
-                .agg(pl.col("__row"))
-            )
-            lengths = grouped["__row"].list.len().to_numpy()
-            offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            rows = grouped["__row"].explode().to_numpy().astype(np.int64, copy=False)
-            self._groups = (grouped[self.columns.user], offsets, rows)
-        return self._groups
+        return self.coded.user_keys, self.coded.offsets, self.coded.rows
 
-    def ordered(self, by_time: bool) -> np.ndarray:
-        """:attr:`groups`' rows with each user's in the order of (time, tie, row)
-        (``by_time``) or (tie, row)."""
-        if by_time not in self._ordered:
-            _, offsets, rows = self.groups
-            self._ordered[by_time] = order(offsets, rows, self.time, self.tie, by_time)
-        return self._ordered[by_time]
+    def kept_per_user(self) -> np.ndarray:
+        """Per user (:attr:`groups`' order), how many of their rows are kept."""
+        n_users = self.coded.offsets.shape[0] - 1
+        return np.bincount(self.coded.users[self.keep], minlength=n_users)
+
+    def ordered(self, by_time: bool) -> tuple[np.ndarray, np.ndarray]:
+        """(offsets, rows): :attr:`groups`' users, each with their kept rows only, in the
+        order of (time, tie, row) (``by_time``) or (tie, row)."""
+        offsets = np.zeros(self.coded.offsets.shape[0], dtype=np.int64)
+        np.cumsum(self.kept_per_user(), out=offsets[1:])
+        rows = self.coded.rows[self.keep[self.coded.rows]]
+        return offsets, order(offsets, rows, self.time, self.tie, by_time)
 
     def user_of_row(self) -> np.ndarray:
         """Per row, its user's index in :attr:`groups`."""
-        _, offsets, rows = self.groups
-        out = np.empty(self.frame.height, dtype=np.int64)
-        out[rows] = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-        return out
+        return self.coded.users
 
 
 def _mix(seed: int, i: int) -> int:
@@ -605,28 +597,16 @@ def _shown_min(work: _Work) -> str:
     return repr(work.frame[time].min()) if time else "-"
 
 
-def _item_codes(work: _Work, *, dense: bool = False) -> np.ndarray:
-    """An exact int64 key per row of its item: integer ids as they are (unless ``dense``),
-    else a dense code 0, 1, ..."""
-    items = work.frame[work.columns.item]
-    if items.dtype.is_integer() and items.dtype != pl.UInt64 and not dense:
-        return np.ascontiguousarray(items.cast(pl.Int64).to_numpy())
-    if items.dtype not in (pl.String,) and not items.dtype.is_integer():
-        items = items.cast(pl.String)
-    return np.ascontiguousarray((items.rank("dense").cast(pl.Int64) - 1).to_numpy())
-
-
 def _dedupe(
     work: _Work, policy: str, extra: list[tuple[str, int | None, int, str]], notes: list[str]
 ) -> None:
     if policy == "keep":
         notes.append("duplicates: every row of a repeated (user, item) pair kept")
         return
-    _, offsets, _ = work.groups
+    _, offsets, rows = work.groups
     by_time = work.columns.time is not None
-    rows = work.ordered(by_time)
     keep = work.keep if policy != "raise" else work.keep.copy()
-    dropped = dedupe(offsets, rows, _item_codes(work), policy == "last", keep)
+    dropped = dedupe(offsets, rows, work.coded.items, work.time, work.tie, policy == "last", keep)
     if policy == "raise":
         notes.append("duplicates: none (duplicates='raise')")
         if dropped:
@@ -658,9 +638,9 @@ def _kcore(
     if min_user <= 1 and min_item <= 1:
         return
     users = work.user_of_row()
-    items = _item_codes(work, dense=True)
-    n_users = int(users.max()) + 1
-    n_items = int(items.max()) + 1
+    items = work.coded.items
+    n_users = work.coded.offsets.shape[0] - 1
+    n_items = work.coded.n_items
     before = work.keep.copy()
     rounds = 0
     while True:
@@ -739,9 +719,9 @@ def _split_part(
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
         return _global_part(work, plan)
-    _, offsets, _ = work.groups
+    offsets, rows = work.ordered(plan.by_time)
     part, short = holdout(
-        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test,
+        offsets, rows, work.keep, work.time, plan.test,
         plan.validation or _NONE, together=plan.ties == "together",
         drop_short=plan.short == "drop",
     )  # fmt: skip
@@ -753,8 +733,8 @@ def _short_users(
     work: _Work, plan: _Plan, short: np.ndarray, extra: list[tuple[str, int | None, int, str]]
 ) -> None:
     n_short = int(short.sum())
-    users, offsets, rows = work.groups
-    kept_users = np.logical_or.reduceat(work.keep[rows], offsets[:-1])
+    users, _, _ = work.groups
+    kept_users = work.kept_per_user() > 0
     if plan.short == "raise" and n_short:
         shown = users.filter(pl.Series(short)).head(5).to_list()
         msg = (
@@ -848,22 +828,24 @@ def _drop_cold(
     train row dropped; the counts appended to ``extra``."""
     if policy == "none":
         return part
-    u, i = work.columns.user, work.columns.item
-    codes = pl.Series(part)
-    train = work.frame.filter(codes == TRAIN)
-    cold = pl.Series(np.zeros(part.shape[0], dtype=np.bool_))
+    coded = work.coded
+    train = part == TRAIN
+    cold = np.zeros(part.shape[0], dtype=np.bool_)
     if policy in ("users", "both"):
-        cold = cold | ~work.frame[u].is_in(train[u].unique().implode())
+        n_users = coded.offsets.shape[0] - 1
+        cold |= (np.bincount(coded.users[train], minlength=n_users) == 0)[coded.users]
     if policy in ("items", "both"):
-        cold = cold | ~work.frame[i].is_in(train[i].unique().implode())
+        cold |= (np.bincount(coded.items[train], minlength=coded.n_items) == 0)[coded.items]
     out = part.copy()
     for code, name in ((TEST, "test"), (VALIDATION, "validation")):
-        mask = (codes == code) & cold
-        n = int(mask.sum())
-        if code == VALIDATION and not (codes == VALIDATION).any():
+        in_part = part == code
+        if code == VALIDATION and not in_part.any():
             continue
-        extra.append((f"cold_{name}_rows_dropped", n, int((codes == code).sum()), f"{name} rows"))
-        out[mask.to_numpy()] = DROPPED
+        mask = in_part & cold
+        extra.append(
+            (f"cold_{name}_rows_dropped", int(mask.sum()), int(in_part.sum()), f"{name} rows")
+        )
+        out[mask] = DROPPED
     return out
 
 
@@ -892,16 +874,12 @@ def _finish(
 ) -> Split:
     extra = list(extra)
     part = _drop_cold(work, part, drop_cold, extra)
-    codes = pl.Series("part", part)
-    frames = {c: work.frame.filter(codes == c) for c in (TRAIN, TEST, VALIDATION)}
-    audit = audit_frames(
-        frames[TRAIN], frames[TEST], frames[VALIDATION] if plan.validation else None,
-        work.columns, relevance=relevance, ties=_ties_note(plan, work.seed),
-        notes=notes, extra=extra,
+    audit = audit_coded(
+        work.coded, part, relevant_rows(work.frame, relevance),
+        validation=plan.validation is not None, ties=_ties_note(plan, work.seed), notes=notes,
+        extra=extra,
     )  # fmt: skip
-    result = Split(plan.method, settings, audit, work.frame, codes)
-    result._cache.update({str(c): f for c, f in frames.items()})
-    return result
+    return Split(plan.method, settings, audit, work.frame, pl.Series("part", part))
 
 
 def _kfold(
@@ -914,14 +892,15 @@ def _kfold(
     settings: dict[str, object],
 ) -> Split:
     assert plan.k is not None
-    users, offsets, rows = work.groups
-    present = np.logical_or.reduceat(work.keep[rows], offsets[:-1])
+    users, _, _ = work.groups
+    present = work.kept_per_user() > 0
     n_users = int(present.sum())
     if plan.k > n_users:
         msg = f"k ({plan.k}) must be at most the number of users ({n_users})."
         raise InputError(msg)
+    offsets, rows = work.ordered(plan.by_time)
     part, short = holdout(
-        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test, _NONE,
+        offsets, rows, work.keep, work.time, plan.test, _NONE,
         together=plan.ties == "together", drop_short=plan.short == "drop",
     )  # fmt: skip
     _short_users(work, plan, short, extra)
@@ -939,14 +918,15 @@ def _kfold(
     tables = []
     warned: list[str] = []
     ties = _ties_note(plan, work.seed)
+    relevant = relevant_rows(work.frame, relevance)
     for f in range(plan.k):
         fold_extra = list(extra)
         fpart = np.where(part == DROPPED, DROPPED, np.where(fold_row == f, TEST, TRAIN))
         fpart = _drop_cold(work, fpart.astype(np.int8), drop_cold, fold_extra)
         codes = pl.Series("part", fpart)
-        audit = audit_frames(
-            work.frame.filter(codes == TRAIN), work.frame.filter(codes == TEST), None,
-            work.columns, relevance=relevance, ties=ties, notes=notes, extra=fold_extra,
+        audit = audit_coded(
+            work.coded, fpart, relevant, validation=False, ties=ties, notes=notes,
+            extra=fold_extra,
         )  # fmt: skip
         fold_parts.append((codes, audit))
         tables.append(audit.table.select(pl.lit(f, dtype=pl.Int32).alias("fold"), pl.all()))

@@ -19,9 +19,10 @@ import numpy as np
 from numba import njit
 
 from receval.kernels.pools import run_chunks
+from receval.kernels.ranking import _slot, _table_bits
 from receval.kernels.ranking import frozen as _frozen
 
-__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "dedupe", "holdout", "order"]
+__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "dedupe", "holdout", "order"]
 
 DROPPED, TRAIN, TEST, VALIDATION = -1, 0, 1, 2
 """The part of a row (:func:`holdout`'s output)."""
@@ -142,22 +143,34 @@ def _kept(rows: np.ndarray, start: int, stop: int, keep: np.ndarray) -> np.ndarr
     return seg
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _after(a: int, b: int, time: np.ndarray, tie: np.ndarray) -> bool:
+    """Whether row ``a`` comes after row ``b`` in the order of (time, tie, row)."""
+    if time[a] != time[b]:
+        return bool(time[a] > time[b])
+    if tie[a] != tie[b]:
+        return bool(tie[a] > tie[b])
+    return a > b
+
+
 @njit(cache=True, nogil=True)
-def _dedupe_one(seg: np.ndarray, items: np.ndarray, last: bool, keep: np.ndarray) -> int:
-    """Unset ``keep`` of every row of one user (``seg``, in the user's order) but the first
-    (``last``: the last) of each item; the number of rows unset."""
-    m = seg.shape[0]
-    keys = items[seg]
-    position = _sorted_positions(keys, np.arange(m), True)  # by (item, position)
-    dropped = 0
-    for i in range(m):
-        p = position[i]
-        same_before = i > 0 and keys[position[i - 1]] == keys[p]
-        same_after = i + 1 < m and keys[position[i + 1]] == keys[p]
-        if same_after if last else same_before:
-            keep[seg[p]] = False
-            dropped += 1
-    return dropped
+def _longest(offsets: np.ndarray, lo: int, hi: int) -> int:
+    """The most rows of one group among groups ``lo`` to ``hi - 1``."""
+    out = 0
+    for g in range(lo, hi):
+        out = max(out, offsets[g + 1] - offsets[g])
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _probe(key: int, bits: int, stamp: int, tab_key: np.ndarray, tab_stamp: np.ndarray) -> int:
+    """The slot of ``key`` in a table of ``2**bits`` slots whose live slots carry ``stamp``:
+    its own, or the free slot where it goes."""
+    mask = (1 << bits) - 1
+    slot = _slot(key, bits)
+    while tab_stamp[slot] == stamp and tab_key[slot] != key:
+        slot = (slot + 1) & mask
+    return slot
 
 
 @njit(cache=True, nogil=True)
@@ -167,32 +180,65 @@ def _dedupe_chunk(
     offsets: np.ndarray,
     rows: np.ndarray,
     items: np.ndarray,
+    time: np.ndarray,
+    tie: np.ndarray,
     last: bool,
     keep: np.ndarray,
     dropped: np.ndarray,
 ) -> None:
     n_users = offsets.shape[0] - 1
-    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
-        seg = _kept(rows, offsets[u], offsets[u + 1], keep)
-        dropped[u] = _dedupe_one(seg, items, last, keep)
+    lo, hi = chunk * step, min((chunk + 1) * step, n_users)
+    size = 1 << _table_bits(_longest(offsets, lo, hi))
+    tab_key = np.empty(size, dtype=np.int64)
+    tab_row = np.empty(size, dtype=np.int64)
+    tab_stamp = np.full(size, -1, dtype=np.int64)
+    for u in range(lo, hi):
+        start, stop = offsets[u], offsets[u + 1]
+        bits = _table_bits(stop - start)
+        for i in range(start, stop):  # each item's first (last) row in (time, tie, row)
+            r = rows[i]
+            if not keep[r]:
+                continue
+            slot = _probe(items[r], bits, u, tab_key, tab_stamp)
+            if tab_stamp[slot] != u:
+                tab_stamp[slot] = u
+                tab_key[slot] = items[r]
+                tab_row[slot] = r
+            elif _after(r, tab_row[slot], time, tie) if last else _after(tab_row[slot], r, time, tie):
+                tab_row[slot] = r
+        n = 0
+        for i in range(start, stop):
+            r = rows[i]
+            if keep[r] and tab_row[_probe(items[r], bits, u, tab_key, tab_stamp)] != r:
+                keep[r] = False
+                n += 1
+        dropped[u] = n
 
 
 def dedupe(
-    offsets: np.ndarray, rows: np.ndarray, items: np.ndarray, last: bool, keep: np.ndarray
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    items: np.ndarray,
+    time: np.ndarray,
+    tie: np.ndarray,
+    last: bool,
+    keep: np.ndarray,
 ) -> int:
     """Keep one row of each (user, item) pair: unset ``keep`` (in place) of the others.
 
-    ``rows``: grouped by user, each user's in their order (:func:`order`). ``items``: per row
-    an exact int64 key of the item (equal items, equal keys). Of a pair's rows, the first in
-    the user's order is kept (``last``: the last). Rows already unset in ``keep`` take no
-    part. Returns the number of rows unset.
+    ``rows``: grouped by user (``rows[offsets[u]:offsets[u + 1]]``), in any order within a
+    user. ``items``: per row an exact int64 key of the item (equal items, equal keys). Of a
+    pair's rows, the first in the order of ``(time, tie, row)`` is kept (``last``: the last),
+    the user's order of :func:`order`; found with a hash table of the user's items, so no
+    user's rows are sorted. Rows already unset in ``keep`` take no part. Returns the number
+    of rows unset.
     """
     n_users = offsets.shape[0] - 1
     dropped = np.zeros(n_users, dtype=np.int64)
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-        args = (_frozen(offsets), _frozen(rows), _frozen(items), last, keep, dropped)
-        run_chunks(_dedupe_chunk, n_chunks, _CHUNK, *args)
+        args = (_frozen(offsets), _frozen(rows), _frozen(items), _frozen(time), _frozen(tie))
+        run_chunks(_dedupe_chunk, n_chunks, _CHUNK, *args, last, keep, dropped)
     return int(dropped.sum())
 
 
@@ -301,3 +347,90 @@ def holdout(
             np.asarray(validation, dtype=np.int64), together, drop_short, part, short,
         )  # fmt: skip
     return part, short
+
+
+@njit(cache=True, nogil=True)
+def _audit_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    part: np.ndarray,
+    side: int,
+    items: np.ndarray,
+    time: np.ndarray,
+    relevant: np.ndarray,
+    flags: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    lo, hi = chunk * step, min((chunk + 1) * step, n_users)
+    size = 1 << _table_bits(_longest(offsets, lo, hi))
+    tab_key = np.empty(size, dtype=np.int64)
+    tab_stamp = np.full(size, -1, dtype=np.int64)
+    for u in range(lo, hi):
+        start, stop = offsets[u], offsets[u + 1]
+        bits = _table_bits(stop - start)
+        has_train = False
+        last = 0
+        for i in range(start, stop):  # the user's train items and latest train time
+            r = rows[i]
+            if part[r] != TRAIN:
+                continue
+            if not has_train or time[r] > last:
+                last = time[r]
+            has_train = True
+            slot = _probe(items[r], bits, u, tab_key, tab_stamp)
+            tab_stamp[slot] = u
+            tab_key[slot] = items[r]
+        has_side = False
+        any_relevant = False
+        pairs = before = ties = 0
+        for i in range(start, stop):
+            r = rows[i]
+            if part[r] != side:
+                continue
+            has_side = True
+            any_relevant = any_relevant or relevant[r]
+            if tab_stamp[_probe(items[r], bits, u, tab_key, tab_stamp)] == u:
+                pairs += 1
+            if has_train:
+                if time[r] < last:
+                    before += 1
+                elif time[r] == last:
+                    ties += 1
+        flags[u] = (1 if has_train else 0) | (2 if has_side else 0) | (4 if any_relevant else 0)
+        counts[u, 0] = pairs
+        counts[u, 1] = before
+        counts[u, 2] = ties
+
+
+def audit_users(
+    offsets: np.ndarray,
+    rows: np.ndarray,
+    part: np.ndarray,
+    side: int,
+    items: np.ndarray,
+    time: np.ndarray,
+    relevant: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The leakage audit's per-user counts of the rows of part ``side`` (:data:`TEST` or
+    :data:`VALIDATION`) against the :data:`TRAIN` rows of the same user.
+
+    ``rows``: grouped by user (``rows[offsets[u]:offsets[u + 1]]``), any order within a user;
+    per row its ``part`` (int8), an exact int64 key of its item, its time order key and
+    whether it is relevant. Returns ``(flags, counts)``: per user the bits 1 (has a train
+    row), 2 (has a row of ``side``) and 4 (has a relevant row of ``side``); and per user the
+    rows of ``side`` whose item is among the user's train items, earlier than the user's
+    latest train row, and at its time (0, 0 for a user without train rows).
+    """
+    n_users = offsets.shape[0] - 1
+    flags = np.zeros(n_users, dtype=np.int8)
+    counts = np.zeros((n_users, 3), dtype=np.int64)
+    if n_users:
+        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+        run_chunks(
+            _audit_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(part),
+            int(side), _frozen(items), _frozen(time), _frozen(relevant), flags, counts,
+        )  # fmt: skip
+    return flags, counts
