@@ -22,7 +22,7 @@ from receval._errors import InputError, LeakageWarning
 from receval.data.interactions import Columns, check_interactions, read_interactions, time_key
 from receval.data.io import InputFormat, check_input_format
 from receval.data.layout import user_codes
-from receval.kernels.grouping import counting_sort
+from receval.kernels.grouping import counting_sort, gather
 from receval.kernels.split import TEST, TRAIN, VALIDATION, audit_users
 
 __all__ = [
@@ -267,6 +267,8 @@ class CodedRows:
     user (``rows[offsets[u]:offsets[u + 1]]``, input order within a user); ``items``: per row
     a dense item code in ``[0, n_items)``; ``time``: per row the time order key
     (:func:`receval.data.interactions.time_key`), None without a time column.
+    ``grouped_items`` and ``grouped_time``: the same in the order of ``rows`` (the grouped
+    arrays of :mod:`receval.kernels.split`).
     """
 
     users: np.ndarray
@@ -276,6 +278,8 @@ class CodedRows:
     items: np.ndarray
     n_items: int
     time: np.ndarray | None
+    grouped_items: np.ndarray
+    grouped_time: np.ndarray | None
 
     @staticmethod
     def of(users: pl.Series, items: pl.Series, time: np.ndarray | None) -> CodedRows:
@@ -284,7 +288,10 @@ class CodedRows:
         user_codes_, user_keys = user_codes(_codable(users))
         offsets, rows = counting_sort(user_codes_, user_keys.len())
         item_codes, item_keys = user_codes(_codable(items))
-        return CodedRows(user_codes_, user_keys, offsets, rows, item_codes, item_keys.len(), time)
+        return CodedRows(
+            user_codes_, user_keys, offsets, rows, item_codes, item_keys.len(), time,
+            gather(item_codes, rows), None if time is None else gather(time, rows),
+        )  # fmt: skip
 
 
 def _codable(ids: pl.Series) -> pl.Series:
@@ -305,9 +312,11 @@ def _rows(
     n_train, n_test = int(np.count_nonzero(is_train)), int(np.count_nonzero(is_side))
     has_time = coded.time is not None and n_train > 0 and n_test > 0
     time = coded.time if coded.time is not None else np.zeros(part.shape[0], dtype=np.int64)
+    grouped_time = coded.grouped_time if coded.grouped_time is not None else time
     flags, per_user = audit_users(
-        coded.offsets, coded.rows, part, side, coded.items, time, relevant
-    )
+        coded.offsets, part[coded.rows], side, coded.grouped_items, grouped_time,
+        relevant[coded.rows],
+    )  # fmt: skip
     in_train, in_test, any_relevant = (flags & 1) > 0, (flags & 2) > 0, (flags & 4) > 0
     train_items = np.bincount(coded.items[is_train], minlength=coded.n_items) > 0
     test_item_rows = coded.items[is_side]
@@ -372,8 +381,7 @@ def audit_frames(
     codes = [TRAIN, TEST, VALIDATION][: len(frames)]
     part = np.repeat(np.array(codes, dtype=np.int8), [f.height for f in frames])
     relevant = np.concatenate(
-        [np.zeros(train.height, dtype=np.bool_)]
-        + [relevant_rows(f, relevance) for f in frames[1:]]
+        [np.zeros(train.height, dtype=np.bool_)] + [relevant_rows(f, relevance) for f in frames[1:]]
     )
     coded = CodedRows.of(users, items, time)
     return audit_coded(

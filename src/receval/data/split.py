@@ -50,7 +50,8 @@ from receval.data.interactions import (
 )
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
 from receval.data.layout import show_rows
-from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout, order
+from receval.kernels.grouping import gather
+from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout
 
 __all__ = [
     "DropCold",
@@ -515,6 +516,8 @@ class _Work:
     tie: np.ndarray  # int64 seeded hash of (user, item, time)
     keep: np.ndarray
     coded: CodedRows
+    grouped_time: np.ndarray  # time and tie as grouped arrays (in the order of coded.rows)
+    grouped_tie: np.ndarray
 
     @staticmethod
     def of(frame: pl.DataFrame, columns: Columns, seed: int) -> _Work:
@@ -534,7 +537,11 @@ class _Work:
         coded = CodedRows.of(
             frame[columns.user], frame[columns.item], time if columns.time is not None else None
         )
-        return _Work(frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_), coded)
+        grouped_time = coded.grouped_time if coded.grouped_time is not None else time
+        return _Work(
+            frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_), coded,
+            grouped_time, gather(tie, coded.rows),
+        )  # fmt: skip
 
     @property
     def groups(self) -> tuple[pl.Series, np.ndarray, np.ndarray]:
@@ -548,13 +555,23 @@ class _Work:
         n_users = self.coded.offsets.shape[0] - 1
         return np.bincount(self.coded.users[self.keep], minlength=n_users)
 
-    def ordered(self, by_time: bool) -> tuple[np.ndarray, np.ndarray]:
-        """(offsets, rows): :attr:`groups`' users, each with their kept rows only, in the
-        order of (time, tie, row) (``by_time``) or (tie, row)."""
+    def kept_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(offsets, rows, time, tie): the grouped arrays (:mod:`receval.kernels.split`) of
+        the kept rows, :attr:`groups`' users."""
         offsets = np.zeros(self.coded.offsets.shape[0], dtype=np.int64)
         np.cumsum(self.kept_per_user(), out=offsets[1:])
-        rows = self.coded.rows[self.keep[self.coded.rows]]
-        return offsets, order(offsets, rows, self.time, self.tie, by_time)
+        kept = self.keep[self.coded.rows]
+        return offsets, self.coded.rows[kept], self.grouped_time[kept], self.grouped_tie[kept]
+
+    def holdout(
+        self, plan: _Plan, validation: tuple[int, int, int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`receval.kernels.split.holdout` of the kept rows: (part, short)."""
+        return holdout(
+            *self.kept_groups(), self.frame.height, plan.test, validation,
+            by_time=plan.by_time, together=plan.ties == "together",
+            drop_short=plan.short == "drop",
+        )  # fmt: skip
 
     def user_of_row(self) -> np.ndarray:
         """Per row, its user's index in :attr:`groups`."""
@@ -605,8 +622,13 @@ def _dedupe(
         return
     _, offsets, rows = work.groups
     by_time = work.columns.time is not None
-    keep = work.keep if policy != "raise" else work.keep.copy()
-    dropped = dedupe(offsets, rows, work.coded.items, work.time, work.tie, policy == "last", keep)
+    keep = work.keep[rows]
+    dropped = dedupe(
+        offsets, work.coded.grouped_items, work.grouped_time, work.grouped_tie,
+        policy == "last", keep,
+    )  # fmt: skip
+    if policy != "raise":
+        work.keep[rows] = keep
     if policy == "raise":
         notes.append("duplicates: none (duplicates='raise')")
         if dropped:
@@ -719,12 +741,7 @@ def _split_part(
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
         return _global_part(work, plan)
-    offsets, rows = work.ordered(plan.by_time)
-    part, short = holdout(
-        offsets, rows, work.keep, work.time, plan.test,
-        plan.validation or _NONE, together=plan.ties == "together",
-        drop_short=plan.short == "drop",
-    )  # fmt: skip
+    part, short = work.holdout(plan, plan.validation or _NONE)
     _short_users(work, plan, short, extra)
     return part
 
@@ -898,11 +915,7 @@ def _kfold(
     if plan.k > n_users:
         msg = f"k ({plan.k}) must be at most the number of users ({n_users})."
         raise InputError(msg)
-    offsets, rows = work.ordered(plan.by_time)
-    part, short = holdout(
-        offsets, rows, work.keep, work.time, plan.test, _NONE,
-        together=plan.ties == "together", drop_short=plan.short == "drop",
-    )  # fmt: skip
+    part, short = work.holdout(plan, _NONE)
     _short_users(work, plan, short, extra)
     # folds of users: the users in the order of a seeded hash of their id, dealt in turn
     order = (

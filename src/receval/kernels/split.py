@@ -1,16 +1,20 @@
-"""Numba kernels of the splitters (:mod:`receval.data.split`): each user's interactions put in
-order, then their repeated items dropped or their last ones held out.
+"""Numba kernels of the splitters (:mod:`receval.data.split`) and of their leakage audit
+(:mod:`receval.data.audit`): each user's repeated items dropped, each user's interactions put
+in order and their last ones held out, each user's test rows checked against their train rows.
 
-Layering: one ``@njit`` function per user (``_sorted_positions``, ``_dedupe_one``,
-``_holdout_one``), a ``nogil`` driver over one chunk of users, run on Python threads by
-:func:`receval.kernels.pools.run_chunks`, and a documented Python wrapper (:func:`order`,
-:func:`dedupe`, :func:`holdout`).
+Layering: one ``@njit`` function per user (``_sorted_positions``, ``_holdout_one``), a
+``nogil`` driver over one chunk of users, run on Python threads by
+:func:`receval.kernels.pools.run_chunks`, and a documented Python wrapper (:func:`dedupe`,
+:func:`holdout`, :func:`audit_users`).
 
-Input layout: the rows grouped by user, ``rows[offsets[u]:offsets[u + 1]]`` being user ``u``'s
-row indices in input order; per row an order key ``time`` (int64: a timestamp's order key) and
-a tie key ``tie`` (int64: a seeded hash). A user's rows are ordered by ``(time, tie, row)``
-(``by_time``) or ``(tie, row)``: the row index decides only between rows whose keys are equal,
-that is rows identical in user, item and time.
+Input layout: *grouped* arrays, the rows grouped by user by a stable counting sort
+(:func:`receval.kernels.grouping.counting_sort`): user ``u``'s rows are positions
+``offsets[u]`` to ``offsets[u + 1] - 1`` of every per-row array (``rows``: their row indices in
+the input, ascending within a user), so that a kernel reads each user's rows as one
+contiguous run. Per row an order key ``time`` (int64: a timestamp's order key) and a tie key
+``tie`` (int64: a seeded hash). A user's rows are ordered by ``(time, tie, row)``
+(``by_time``) or ``(tie, row)``: the row index (within a user, the position) decides only
+between rows whose keys are equal, that is rows identical in user, item and time.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import _slot, _table_bits
 from receval.kernels.ranking import frozen as _frozen
 
-__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "dedupe", "holdout", "order"]
+__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "dedupe", "holdout"]
 
 DROPPED, TRAIN, TEST, VALIDATION = -1, 0, 1, 2
 """The part of a row (:func:`holdout`'s output)."""
@@ -93,56 +97,6 @@ def _sorted_positions(first: np.ndarray, second: np.ndarray, by_first: bool) -> 
     return src
 
 
-@njit(cache=True, nogil=True)
-def _order_chunk(
-    chunk: int,
-    step: int,
-    offsets: np.ndarray,
-    rows: np.ndarray,
-    time: np.ndarray,
-    tie: np.ndarray,
-    by_time: bool,
-) -> None:
-    n_users = offsets.shape[0] - 1
-    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
-        start, stop = offsets[u], offsets[u + 1]
-        seg = rows[start:stop].copy()
-        pos = _sorted_positions(time[seg], tie[seg], by_time)
-        for i in range(stop - start):
-            rows[start + i] = seg[pos[i]]
-
-
-def order(
-    offsets: np.ndarray, rows: np.ndarray, time: np.ndarray, tie: np.ndarray, by_time: bool
-) -> np.ndarray:
-    """The rows grouped by user (``rows[offsets[u]:offsets[u + 1]]``, each user's in input
-    order), each user's now in the order of ``(time, tie, row)`` (``by_time``) or
-    ``(tie, row)``: a new array."""
-    out = rows.copy()
-    n_users = offsets.shape[0] - 1
-    if n_users:
-        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-        args = (_frozen(offsets), out, _frozen(time), _frozen(tie), by_time)
-        run_chunks(_order_chunk, n_chunks, _CHUNK, *args)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _kept(rows: np.ndarray, start: int, stop: int, keep: np.ndarray) -> np.ndarray:
-    """The rows of ``rows[start:stop]`` that ``keep`` holds, in their order."""
-    m = 0
-    for i in range(start, stop):
-        if keep[rows[i]]:
-            m += 1
-    seg = np.empty(m, dtype=np.int64)
-    m = 0
-    for i in range(start, stop):
-        if keep[rows[i]]:
-            seg[m] = rows[i]
-            m += 1
-    return seg
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _after(a: int, b: int, time: np.ndarray, tie: np.ndarray) -> bool:
     """Whether row ``a`` comes after row ``b`` in the order of (time, tie, row)."""
@@ -178,7 +132,6 @@ def _dedupe_chunk(
     chunk: int,
     step: int,
     offsets: np.ndarray,
-    rows: np.ndarray,
     items: np.ndarray,
     time: np.ndarray,
     tie: np.ndarray,
@@ -196,28 +149,27 @@ def _dedupe_chunk(
         start, stop = offsets[u], offsets[u + 1]
         bits = _table_bits(stop - start)
         for i in range(start, stop):  # each item's first (last) row in (time, tie, row)
-            r = rows[i]
-            if not keep[r]:
+            if not keep[i]:
                 continue
-            slot = _probe(items[r], bits, u, tab_key, tab_stamp)
+            slot = _probe(items[i], bits, u, tab_key, tab_stamp)
             if tab_stamp[slot] != u:
                 tab_stamp[slot] = u
-                tab_key[slot] = items[r]
-                tab_row[slot] = r
-            elif _after(r, tab_row[slot], time, tie) if last else _after(tab_row[slot], r, time, tie):
-                tab_row[slot] = r
+                tab_key[slot] = items[i]
+                tab_row[slot] = i
+            else:
+                best = tab_row[slot]
+                if _after(i, best, time, tie) if last else _after(best, i, time, tie):
+                    tab_row[slot] = i
         n = 0
         for i in range(start, stop):
-            r = rows[i]
-            if keep[r] and tab_row[_probe(items[r], bits, u, tab_key, tab_stamp)] != r:
-                keep[r] = False
+            if keep[i] and tab_row[_probe(items[i], bits, u, tab_key, tab_stamp)] != i:
+                keep[i] = False
                 n += 1
         dropped[u] = n
 
 
 def dedupe(
     offsets: np.ndarray,
-    rows: np.ndarray,
     items: np.ndarray,
     time: np.ndarray,
     tie: np.ndarray,
@@ -226,18 +178,17 @@ def dedupe(
 ) -> int:
     """Keep one row of each (user, item) pair: unset ``keep`` (in place) of the others.
 
-    ``rows``: grouped by user (``rows[offsets[u]:offsets[u + 1]]``), in any order within a
-    user. ``items``: per row an exact int64 key of the item (equal items, equal keys). Of a
-    pair's rows, the first in the order of ``(time, tie, row)`` is kept (``last``: the last),
-    the user's order of :func:`order`; found with a hash table of the user's items, so no
-    user's rows are sorted. Rows already unset in ``keep`` take no part. Returns the number
-    of rows unset.
+    Grouped arrays (module doc). ``items``: per row an exact int64 key of the item (equal
+    items, equal keys). Of a pair's rows, the first in the user's order ``(time, tie, row)``
+    is kept (``last``: the last); found with a hash table of the user's items, so no user's
+    rows are sorted. Rows already unset in ``keep`` take no part. Returns the number of rows
+    unset.
     """
     n_users = offsets.shape[0] - 1
     dropped = np.zeros(n_users, dtype=np.int64)
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-        args = (_frozen(offsets), _frozen(rows), _frozen(items), _frozen(time), _frozen(tie))
+        args = (_frozen(offsets), _frozen(items), _frozen(time), _frozen(tie))
         run_chunks(_dedupe_chunk, n_chunks, _CHUNK, *args, last, keep, dropped)
     return int(dropped.sum())
 
@@ -260,7 +211,8 @@ def _holdout_one(
     drop_short: bool,
     part: np.ndarray,
 ) -> bool:
-    """Write the part of each of one user's rows; whether the user is too short for the
+    """Write the part of each of one user's rows (``seg``: their row indices in the user's
+    order, ``time`` their time keys in the same order); whether the user is too short for the
     holdout (then every row is train, or dropped with ``drop_short``)."""
     m = seg.shape[0]
     if m == 0:
@@ -269,11 +221,11 @@ def _holdout_one(
     n_val = _count(m, validation[0], validation[1], validation[2])
     first_test = m - n_test  # the test part is seg[first_test:], validation before it
     if together and n_test > 0 and first_test > 0:  # ties at the cut go to test
-        while first_test > 0 and time[seg[first_test - 1]] == time[seg[first_test]]:
+        while first_test > 0 and time[first_test - 1] == time[first_test]:
             first_test -= 1
     first_val = first_test - n_val
     if together and n_val > 0 and first_val > 0:
-        while first_val > 0 and time[seg[first_val - 1]] == time[seg[first_val]]:
+        while first_val > 0 and time[first_val - 1] == time[first_val]:
             first_val -= 1
     if n_test == 0 or first_val < 1:  # no test row, or no train row left
         fill = DROPPED if drop_short else TRAIN
@@ -296,8 +248,9 @@ def _holdout_chunk(
     step: int,
     offsets: np.ndarray,
     rows: np.ndarray,
-    keep: np.ndarray,
     time: np.ndarray,
+    tie: np.ndarray,
+    by_time: bool,
     test: np.ndarray,
     validation: np.ndarray,
     together: bool,
@@ -307,43 +260,49 @@ def _holdout_chunk(
 ) -> None:
     n_users = offsets.shape[0] - 1
     for u in range(chunk * step, min((chunk + 1) * step, n_users)):
-        seg = _kept(rows, offsets[u], offsets[u + 1], keep)
-        short[u] = _holdout_one(seg, time, test, validation, together, drop_short, part)
+        start, stop = offsets[u], offsets[u + 1]
+        pos = _sorted_positions(time[start:stop], tie[start:stop], by_time)
+        seg = rows[start:stop][pos]
+        seg_time = time[start:stop][pos]
+        short[u] = _holdout_one(seg, seg_time, test, validation, together, drop_short, part)
 
 
 def holdout(
     offsets: np.ndarray,
     rows: np.ndarray,
-    keep: np.ndarray,
     time: np.ndarray,
+    tie: np.ndarray,
+    n_rows: int,
     test: tuple[int, int, int],
     validation: tuple[int, int, int],
     *,
+    by_time: bool,
     together: bool,
     drop_short: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Hold out the last rows of every user in their order (``rows`` as :func:`order` left
-    them).
+    """Put each user's rows in order, ``(time, tie, row)`` (``by_time``) or ``(tie, row)``,
+    and hold out the last ones.
 
-    ``test`` and ``validation`` are ``(n, p, q)``: ``n`` rows when ``n > 0``, else
-    floor(p * m / q) of a user's ``m`` rows (``(0, 0, 1)``: none). The last ones are test, the
-    ones before them validation, the rest train. ``together``: a test or validation part whose
-    first row ties in ``time`` with the row before it takes that row too (and so on), so that
-    no timestamp is cut in two. A user left without a test row or a train row is *short*:
-    every row of theirs is train (``drop_short``: dropped). Rows unset in ``keep`` take no
-    part (:data:`DROPPED`).
+    Grouped arrays (module doc) of the rows that take part: ``rows`` their indices among the
+    ``n_rows`` rows of the input. ``test`` and ``validation`` are ``(n, p, q)``: ``n`` rows
+    when ``n > 0``, else floor(p * m / q) of a user's ``m`` rows (``(0, 0, 1)``: none). The
+    last ones are test, the ones before them validation, the rest train. ``together``: a test
+    or validation part whose first row ties in ``time`` with the row before it takes that row
+    too (and so on), so that no timestamp is cut in two. A user left without a test row or a
+    train row is *short*: every row of theirs is train (``drop_short``: dropped).
 
-    Returns ``(part, short)``: per row :data:`TRAIN`, :data:`TEST`, :data:`VALIDATION` or
-    :data:`DROPPED`; per user whether they were short.
+    Returns ``(part, short)``: per input row :data:`TRAIN`, :data:`TEST`,
+    :data:`VALIDATION`, or :data:`DROPPED` (the rows not in ``rows``); per user whether they
+    were short.
     """
     n_users = offsets.shape[0] - 1
-    part = np.full(keep.shape[0], DROPPED, dtype=np.int8)
+    part = np.full(n_rows, DROPPED, dtype=np.int8)
     short = np.zeros(n_users, dtype=np.bool_)
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
         run_chunks(
-            _holdout_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(keep),
-            _frozen(time), np.asarray(test, dtype=np.int64),
+            _holdout_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(time),
+            _frozen(tie), by_time, np.asarray(test, dtype=np.int64),
             np.asarray(validation, dtype=np.int64), together, drop_short, part, short,
         )  # fmt: skip
     return part, short
@@ -354,7 +313,6 @@ def _audit_chunk(
     chunk: int,
     step: int,
     offsets: np.ndarray,
-    rows: np.ndarray,
     part: np.ndarray,
     side: int,
     items: np.ndarray,
@@ -374,30 +332,28 @@ def _audit_chunk(
         has_train = False
         last = 0
         for i in range(start, stop):  # the user's train items and latest train time
-            r = rows[i]
-            if part[r] != TRAIN:
+            if part[i] != TRAIN:
                 continue
-            if not has_train or time[r] > last:
-                last = time[r]
+            if not has_train or time[i] > last:
+                last = time[i]
             has_train = True
-            slot = _probe(items[r], bits, u, tab_key, tab_stamp)
+            slot = _probe(items[i], bits, u, tab_key, tab_stamp)
             tab_stamp[slot] = u
-            tab_key[slot] = items[r]
+            tab_key[slot] = items[i]
         has_side = False
         any_relevant = False
         pairs = before = ties = 0
         for i in range(start, stop):
-            r = rows[i]
-            if part[r] != side:
+            if part[i] != side:
                 continue
             has_side = True
-            any_relevant = any_relevant or relevant[r]
-            if tab_stamp[_probe(items[r], bits, u, tab_key, tab_stamp)] == u:
+            any_relevant = any_relevant or relevant[i]
+            if tab_stamp[_probe(items[i], bits, u, tab_key, tab_stamp)] == u:
                 pairs += 1
             if has_train:
-                if time[r] < last:
+                if time[i] < last:
                     before += 1
-                elif time[r] == last:
+                elif time[i] == last:
                     ties += 1
         flags[u] = (1 if has_train else 0) | (2 if has_side else 0) | (4 if any_relevant else 0)
         counts[u, 0] = pairs
@@ -407,7 +363,6 @@ def _audit_chunk(
 
 def audit_users(
     offsets: np.ndarray,
-    rows: np.ndarray,
     part: np.ndarray,
     side: int,
     items: np.ndarray,
@@ -417,12 +372,12 @@ def audit_users(
     """The leakage audit's per-user counts of the rows of part ``side`` (:data:`TEST` or
     :data:`VALIDATION`) against the :data:`TRAIN` rows of the same user.
 
-    ``rows``: grouped by user (``rows[offsets[u]:offsets[u + 1]]``), any order within a user;
-    per row its ``part`` (int8), an exact int64 key of its item, its time order key and
-    whether it is relevant. Returns ``(flags, counts)``: per user the bits 1 (has a train
-    row), 2 (has a row of ``side``) and 4 (has a relevant row of ``side``); and per user the
-    rows of ``side`` whose item is among the user's train items, earlier than the user's
-    latest train row, and at its time (0, 0 for a user without train rows).
+    Grouped arrays (module doc): per row its ``part`` (int8), an exact int64 key of its item,
+    its time order key and whether it is relevant. Returns ``(flags, counts)``: per user the
+    bits 1 (has a train row), 2 (has a row of ``side``) and 4 (has a relevant row of
+    ``side``); and per user the rows of ``side`` whose item is among the user's train items,
+    earlier than the user's latest train row, and at its time (0, 0 for a user without train
+    rows).
     """
     n_users = offsets.shape[0] - 1
     flags = np.zeros(n_users, dtype=np.int8)
@@ -430,7 +385,7 @@ def audit_users(
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
         run_chunks(
-            _audit_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(part),
+            _audit_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(part),
             int(side), _frozen(items), _frozen(time), _frozen(relevant), flags, counts,
         )  # fmt: skip
     return flags, counts
