@@ -265,8 +265,9 @@ class CodedRows:
 
     ``users``: per row a dense user code, ``user_keys[code]`` its id; ``rows`` grouped by
     user (``rows[offsets[u]:offsets[u + 1]]``, input order within a user); ``items``: per row
-    a dense item code in ``[0, n_items)``; ``time``: per row the time order key
-    (:func:`receval.data.interactions.time_key`), None without a time column.
+    a dense item code in ``[0, n_items)`` (both codes int32 where they fit); ``time``: per row
+    the time order key (:func:`receval.data.interactions.time_key`), None without a time
+    column.
     ``grouped_items`` and ``grouped_time``: the same in the order of ``rows`` (the grouped
     arrays of :mod:`receval.kernels.split`).
     """
@@ -288,10 +289,18 @@ class CodedRows:
         user_codes_, user_keys = user_codes(_codable(users))
         offsets, rows = counting_sort(user_codes_, user_keys.len())
         item_codes, item_keys = user_codes(_codable(items))
+        grouped_items = gather(item_codes, rows)
+        grouped_time = None if time is None else gather(time, rows)
         return CodedRows(
-            user_codes_, user_keys, offsets, rows, item_codes, item_keys.len(), time,
-            gather(item_codes, rows), None if time is None else gather(time, rows),
+            _narrow(user_codes_, user_keys.len()), user_keys, offsets, rows,
+            _narrow(item_codes, item_keys.len()), item_keys.len(), time, grouped_items,
+            grouped_time,
         )  # fmt: skip
+
+
+def _narrow(codes: np.ndarray, size: int) -> np.ndarray:
+    """Codes in ``[0, size)`` as int32 where they fit (half the memory)."""
+    return codes.astype(np.int32) if size < 2**31 else codes
 
 
 def _codable(ids: pl.Series) -> pl.Series:

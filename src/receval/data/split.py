@@ -28,7 +28,9 @@ Timestamps that tie are ordered by that key, never by item id.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -527,13 +529,13 @@ class _Work:
             if columns.time is not None
             else np.zeros(height, dtype=np.int64)
         )
-        keys = [_id_hash(frame[columns.user], seed, 0), _id_hash(frame[columns.item], seed, 1)]
+        # the keys' hashes in one query, so that Polars computes them in parallel
+        keys = [_id_hash(pl.col(columns.user), frame[columns.user].dtype, seed, 0),
+                _id_hash(pl.col(columns.item), frame[columns.item].dtype, seed, 1)]  # fmt: skip
         if columns.time is not None:
-            keys.append(pl.Series(time).hash(seed=_mix(seed, 2)))
-        mixed = keys[0]
-        for other in keys[1:]:
-            mixed = mixed ^ other
-        tie = mixed.hash(seed=_mix(seed, 3)).to_numpy().view(np.int64)
+            keys.append(pl.lit(pl.Series(time)).hash(seed=_mix(seed, 2)))
+        mixed = functools.reduce(operator.xor, keys).hash(seed=_mix(seed, 3))
+        tie = frame.select(mixed.alias("tie")).to_series().to_numpy().view(np.int64)
         coded = CodedRows.of(
             frame[columns.user], frame[columns.item], time if columns.time is not None else None
         )
@@ -583,15 +585,15 @@ def _mix(seed: int, i: int) -> int:
     return (seed * 0x9E37_79B9 + _SEED_MIX[i]) % (2**64)
 
 
-def _id_hash(series: pl.Series, seed: int, i: int) -> pl.Series:
-    """A seeded hash of ids: integers as Int64 (so Int32 and Int64 ids hash alike), text as
-    String (categoricals by their text)."""
-    if series.dtype.is_integer():
-        if series.dtype != pl.UInt64:
-            series = series.cast(pl.Int64)
-    elif series.dtype != pl.String:
-        series = series.cast(pl.String)
-    return series.hash(seed=_mix(seed, i))
+def _id_hash(ids: pl.Expr, dtype: pl.DataType, seed: int, i: int) -> pl.Expr:
+    """A seeded hash of ids of type ``dtype``: integers as Int64 (so Int32 and Int64 ids
+    hash alike), text as String (categoricals by their text)."""
+    if dtype.is_integer():
+        if dtype != pl.UInt64:
+            ids = ids.cast(pl.Int64)
+    elif dtype != pl.String:
+        ids = ids.cast(pl.String)
+    return ids.hash(seed=_mix(seed, i))
 
 
 def _remove_after_end(
@@ -921,7 +923,7 @@ def _kfold(
     order = (
         pl.DataFrame({"u": users, "g": np.arange(users.len()), "p": present})
         .filter(pl.col("p"))
-        .with_columns(h=_id_hash(users.filter(pl.Series(present)), work.seed, 4))
+        .with_columns(h=_id_hash(pl.col("u"), users.dtype, work.seed, 4))
         .sort(["h", "u"])
     )
     fold_of_user = np.full(users.len(), -1, dtype=np.int64)
