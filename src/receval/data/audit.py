@@ -314,49 +314,25 @@ def _rows(
     coded: CodedRows, part: np.ndarray, side: int, relevant: np.ndarray
 ) -> list[tuple[str, int | None, int]]:
     """(check, count, size of what the share is of) for each check of the rows of ``part``
-    ``side`` against the train rows: one pass over each user's rows
-    (:func:`receval.kernels.split.audit_users`), then counts over the codes."""
-    is_train = part == TRAIN
-    is_side = part == side
-    n_train, n_test = int(np.count_nonzero(is_train)), int(np.count_nonzero(is_side))
-    has_time = coded.time is not None and n_train > 0 and n_test > 0
-    time = coded.time if coded.time is not None else np.zeros(part.shape[0], dtype=np.int64)
-    grouped_time = coded.grouped_time if coded.grouped_time is not None else time
-    flags, per_user = audit_users(
-        coded.offsets, part[coded.rows], side, coded.grouped_items, grouped_time,
-        relevant[coded.rows],
+    ``side`` against the train rows: two passes over each user's rows
+    (:func:`receval.kernels.split.audit_users`)."""
+    rows_ = coded.rows
+    time = coded.grouped_time
+    found = audit_users(
+        coded.offsets, part[rows_], side, coded.grouped_items, coded.n_items,
+        time if time is not None else np.zeros(rows_.shape[0], dtype=np.int64),
+        relevant[rows_],
     )  # fmt: skip
-    in_train, in_test, any_relevant = (flags & 1) > 0, (flags & 2) > 0, (flags & 4) > 0
-    train_items = np.bincount(coded.items[is_train], minlength=coded.n_items) > 0
-    test_item_rows = coded.items[is_side]
-    test_items = np.bincount(test_item_rows, minlength=coded.n_items) > 0
-    pairs, before_user, ties_user = per_user.sum(axis=0).tolist()
-    found = {
-        "test_pairs_in_train": pairs,
-        "cold_test_users": int(np.count_nonzero(in_test & ~in_train)),
-        "cold_test_items": int(np.count_nonzero(test_items & ~train_items)),
-        "cold_item_test_rows": n_test - int(np.count_nonzero(train_items[test_item_rows])),
-        "test_users_without_relevant": int(np.count_nonzero(in_test & ~any_relevant)),
-        "train_users_without_test": int(np.count_nonzero(in_train & ~in_test)),
-    }
-    if has_time:
-        train_time, test_time = time[is_train], time[is_side]
-        last_train, first_test = train_time.max(), test_time.min()
-        found |= {
-            "test_before_train_end": int(np.count_nonzero(test_time < last_train)),
-            "train_after_test_start": int(np.count_nonzero(train_time > first_test)),
-            "test_before_user_train_end": before_user,
-            "ties_at_global_cut": int(np.count_nonzero(test_time == last_train)),
-            "ties_at_user_cut": ties_user,
-        }
-    n_test_users, n_train_users = int(np.count_nonzero(in_test)), int(np.count_nonzero(in_train))
+    n_train, n_test = found["train_rows"], found["test_rows"]
+    has_time = time is not None and n_train > 0 and n_test > 0
+    n_test_users = found["test_users"]
     sizes = {
         "test_before_train_end": n_test, "train_after_test_start": n_train,
         "test_before_user_train_end": n_test, "ties_at_global_cut": n_test,
         "ties_at_user_cut": n_test, "test_pairs_in_train": n_test,
-        "cold_test_users": n_test_users, "cold_test_items": int(np.count_nonzero(test_items)),
+        "cold_test_users": n_test_users, "cold_test_items": found["test_items"],
         "cold_item_test_rows": n_test, "test_users_without_relevant": n_test_users,
-        "train_users_without_test": n_train_users,
+        "train_users_without_test": found["train_users"],
     }  # fmt: skip
     rows: list[tuple[str, int | None, int]] = []
     for check, size in sizes.items():

@@ -53,7 +53,7 @@ from receval.data.interactions import (
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
 from receval.data.layout import show_rows
 from receval.kernels.grouping import gather
-from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout
+from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, compact, dedupe, holdout
 
 __all__ = [
     "DropCold",
@@ -560,10 +560,9 @@ class _Work:
     def kept_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(offsets, rows, time, tie): the grouped arrays (:mod:`receval.kernels.split`) of
         the kept rows, :attr:`groups`' users."""
-        offsets = np.zeros(self.coded.offsets.shape[0], dtype=np.int64)
-        np.cumsum(self.kept_per_user(), out=offsets[1:])
-        kept = self.keep[self.coded.rows]
-        return offsets, self.coded.rows[kept], self.grouped_time[kept], self.grouped_tie[kept]
+        coded = self.coded
+        keep = self.keep[coded.rows]
+        return compact(coded.offsets, keep, coded.rows, self.grouped_time, self.grouped_tie)
 
     def holdout(
         self, plan: _Plan, validation: tuple[int, int, int]

@@ -5,7 +5,7 @@ in order and their last ones held out, each user's test rows checked against the
 Layering: one ``@njit`` function per user (``_sorted_positions``, ``_holdout_one``), a
 ``nogil`` driver over one chunk of users, run on Python threads by
 :func:`receval.kernels.pools.run_chunks`, and a documented Python wrapper (:func:`dedupe`,
-:func:`holdout`, :func:`audit_users`).
+:func:`compact`, :func:`holdout`, :func:`audit_users`).
 
 Input layout: *grouped* arrays, the rows grouped by user by a stable counting sort
 (:func:`receval.kernels.grouping.counting_sort`): user ``u``'s rows are positions
@@ -26,7 +26,9 @@ from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import _slot, _table_bits
 from receval.kernels.ranking import frozen as _frozen
 
-__all__ = ["DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "dedupe", "holdout"]
+__all__ = [
+    "DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "compact", "dedupe", "holdout",
+]  # fmt: skip
 
 DROPPED, TRAIN, TEST, VALIDATION = -1, 0, 1, 2
 """The part of a row (:func:`holdout`'s output)."""
@@ -194,6 +196,62 @@ def dedupe(
 
 
 @njit(cache=True, nogil=True)
+def _count_kept_chunk(
+    chunk: int, step: int, offsets: np.ndarray, keep: np.ndarray, counts: np.ndarray
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        c = 0
+        for i in range(offsets[u], offsets[u + 1]):
+            if keep[i]:
+                c += 1
+        counts[u + 1] = c
+
+
+@njit(cache=True, nogil=True)
+def _compact_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    keep: np.ndarray,
+    kept_offsets: np.ndarray,
+    rows: np.ndarray,
+    time: np.ndarray,
+    tie: np.ndarray,
+    out_rows: np.ndarray,
+    out_time: np.ndarray,
+    out_tie: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        j = kept_offsets[u]
+        for i in range(offsets[u], offsets[u + 1]):
+            if keep[i]:
+                out_rows[j] = rows[i]
+                out_time[j] = time[i]
+                out_tie[j] = tie[i]
+                j += 1
+
+
+def compact(
+    offsets: np.ndarray, keep: np.ndarray, rows: np.ndarray, time: np.ndarray, tie: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The grouped arrays ``rows``, ``time`` and ``tie`` (module doc) of the rows that
+    ``keep`` (grouped too) holds: ``(offsets, rows, time, tie)``, the same users, each with
+    their kept rows in the same order."""
+    n_users = offsets.shape[0] - 1
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    kept_offsets = np.zeros(n_users + 1, dtype=np.int64)
+    run_chunks(_count_kept_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(keep), kept_offsets)
+    np.cumsum(kept_offsets, out=kept_offsets)
+    n = int(kept_offsets[n_users])
+    out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
+    args = (_frozen(offsets), _frozen(keep), _frozen(kept_offsets), _frozen(rows))
+    run_chunks(_compact_chunk, n_chunks, _CHUNK, *args, _frozen(time), _frozen(tie), *out)
+    return kept_offsets, *out
+
+
+@njit(cache=True, nogil=True)
 def _count(m: int, n: int, p: int, q: int) -> int:
     """``n`` when it is given (> 0), else floor(p * m / q): a fraction p/q of m rows."""
     if n > 0:
@@ -308,6 +366,11 @@ def holdout(
     return part, short
 
 
+_PAIRS, _BEFORE_USER, _TIES_USER, _N_TRAIN, _N_SIDE = 0, 1, 2, 3, 4
+_BEFORE_GLOBAL, _TIES_GLOBAL, _TRAIN_AFTER, _COLD_ITEM_ROWS = 5, 6, 7, 8
+_HAS_TRAIN, _HAS_SIDE, _HAS_RELEVANT = 1, 2, 4
+
+
 @njit(cache=True, nogil=True)
 def _audit_chunk(
     chunk: int,
@@ -320,7 +383,13 @@ def _audit_chunk(
     relevant: np.ndarray,
     flags: np.ndarray,
     counts: np.ndarray,
+    bounds: np.ndarray,
+    train_items: np.ndarray,
+    side_items: np.ndarray,
 ) -> None:
+    """Per user: the pairs and time checks against the user's own train rows, the row
+    counts, the latest train and earliest ``side`` time (``bounds``); the items seen in
+    train and in ``side`` marked (threads only ever store True)."""
     n_users = offsets.shape[0] - 1
     lo, hi = chunk * step, min((chunk + 1) * step, n_users)
     size = 1 << _table_bits(_longest(offsets, lo, hi))
@@ -329,36 +398,87 @@ def _audit_chunk(
     for u in range(lo, hi):
         start, stop = offsets[u], offsets[u + 1]
         bits = _table_bits(stop - start)
-        has_train = False
+        n_train = 0
         last = 0
         for i in range(start, stop):  # the user's train items and latest train time
             if part[i] != TRAIN:
                 continue
-            if not has_train or time[i] > last:
+            if n_train == 0 or time[i] > last:
                 last = time[i]
-            has_train = True
+            n_train += 1
+            if not train_items[items[i]]:
+                train_items[items[i]] = True
             slot = _probe(items[i], bits, u, tab_key, tab_stamp)
             tab_stamp[slot] = u
             tab_key[slot] = items[i]
-        has_side = False
+        n_side = 0
+        first = 0
         any_relevant = False
         pairs = before = ties = 0
         for i in range(start, stop):
             if part[i] != side:
                 continue
-            has_side = True
+            if n_side == 0 or time[i] < first:
+                first = time[i]
+            n_side += 1
+            if not side_items[items[i]]:
+                side_items[items[i]] = True
             any_relevant = any_relevant or relevant[i]
             if tab_stamp[_probe(items[i], bits, u, tab_key, tab_stamp)] == u:
                 pairs += 1
-            if has_train:
+            if n_train:
                 if time[i] < last:
                     before += 1
                 elif time[i] == last:
                     ties += 1
-        flags[u] = (1 if has_train else 0) | (2 if has_side else 0) | (4 if any_relevant else 0)
-        counts[u, 0] = pairs
-        counts[u, 1] = before
-        counts[u, 2] = ties
+        flags[u] = (
+            (_HAS_TRAIN if n_train else 0)
+            | (_HAS_SIDE if n_side else 0)
+            | (_HAS_RELEVANT if any_relevant else 0)
+        )
+        counts[u, _PAIRS] = pairs
+        counts[u, _BEFORE_USER] = before
+        counts[u, _TIES_USER] = ties
+        counts[u, _N_TRAIN] = n_train
+        counts[u, _N_SIDE] = n_side
+        bounds[u, 0] = last
+        bounds[u, 1] = first
+
+
+@njit(cache=True, nogil=True)
+def _audit_global_chunk(
+    chunk: int,
+    step: int,
+    offsets: np.ndarray,
+    part: np.ndarray,
+    side: int,
+    items: np.ndarray,
+    time: np.ndarray,
+    last_train: int,
+    first_side: int,
+    train_items: np.ndarray,
+    counts: np.ndarray,
+) -> None:
+    """Per user: the rows against the latest train and earliest ``side`` time over every
+    user, and the ``side`` rows whose item has no train row."""
+    n_users = offsets.shape[0] - 1
+    for u in range(chunk * step, min((chunk + 1) * step, n_users)):
+        before = ties = after = cold = 0
+        for i in range(offsets[u], offsets[u + 1]):
+            if part[i] == TRAIN:
+                if time[i] > first_side:
+                    after += 1
+            elif part[i] == side:
+                if time[i] < last_train:
+                    before += 1
+                elif time[i] == last_train:
+                    ties += 1
+                if not train_items[items[i]]:
+                    cold += 1
+        counts[u, _BEFORE_GLOBAL] = before
+        counts[u, _TIES_GLOBAL] = ties
+        counts[u, _TRAIN_AFTER] = after
+        counts[u, _COLD_ITEM_ROWS] = cold
 
 
 def audit_users(
@@ -366,26 +486,57 @@ def audit_users(
     part: np.ndarray,
     side: int,
     items: np.ndarray,
+    n_items: int,
     time: np.ndarray,
     relevant: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The leakage audit's per-user counts of the rows of part ``side`` (:data:`TEST` or
-    :data:`VALIDATION`) against the :data:`TRAIN` rows of the same user.
+) -> dict[str, int]:
+    """The leakage audit's counts of the rows of part ``side`` (:data:`TEST` or
+    :data:`VALIDATION`) against the :data:`TRAIN` rows, in two passes over each user's rows.
 
-    Grouped arrays (module doc): per row its ``part`` (int8), an exact int64 key of its item,
-    its time order key and whether it is relevant. Returns ``(flags, counts)``: per user the
-    bits 1 (has a train row), 2 (has a row of ``side``) and 4 (has a relevant row of
-    ``side``); and per user the rows of ``side`` whose item is among the user's train items,
-    earlier than the user's latest train row, and at its time (0, 0 for a user without train
-    rows).
+    Grouped arrays (module doc): per row its ``part`` (int8), a dense item code in
+    ``[0, n_items)``, its time order key and whether it is relevant. Returns the counts by
+    name: ``train_rows``, ``test_rows`` (of ``side``), ``train_users``, ``test_users``,
+    ``test_items``; those of :data:`receval.data.audit.CHECKS`, with the time checks counted
+    over the times given (the caller keeps them only where there is a time column and both
+    parts have rows).
     """
     n_users = offsets.shape[0] - 1
     flags = np.zeros(n_users, dtype=np.int8)
-    counts = np.zeros((n_users, 3), dtype=np.int64)
-    if n_users:
-        n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-        run_chunks(
-            _audit_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(part),
-            int(side), _frozen(items), _frozen(time), _frozen(relevant), flags, counts,
-        )  # fmt: skip
-    return flags, counts
+    counts = np.zeros((n_users, 9), dtype=np.int64)
+    bounds = np.zeros((n_users, 2), dtype=np.int64)
+    train_items = np.zeros(n_items, dtype=np.bool_)
+    side_items = np.zeros(n_items, dtype=np.bool_)
+    n_chunks = (n_users + _CHUNK - 1) // _CHUNK
+    args = (_frozen(offsets), _frozen(part), int(side), _frozen(items), _frozen(time))
+    run_chunks(
+        _audit_chunk, n_chunks, _CHUNK, *args, _frozen(relevant), flags, counts, bounds,
+        train_items, side_items,
+    )  # fmt: skip
+    in_train, in_side = (flags & _HAS_TRAIN) > 0, (flags & _HAS_SIDE) > 0
+    last_train = int(bounds[in_train, 0].max()) if in_train.any() else 0
+    first_side = int(bounds[in_side, 1].min()) if in_side.any() else 0
+    run_chunks(
+        _audit_global_chunk, n_chunks, _CHUNK, *args, last_train, first_side,
+        _frozen(train_items), counts,
+    )  # fmt: skip
+    total = counts.sum(axis=0).tolist()
+    return {
+        "train_rows": total[_N_TRAIN],
+        "test_rows": total[_N_SIDE],
+        "train_users": int(np.count_nonzero(in_train)),
+        "test_users": int(np.count_nonzero(in_side)),
+        "test_items": int(np.count_nonzero(side_items)),
+        "test_before_train_end": total[_BEFORE_GLOBAL],
+        "train_after_test_start": total[_TRAIN_AFTER],
+        "test_before_user_train_end": total[_BEFORE_USER],
+        "ties_at_global_cut": total[_TIES_GLOBAL],
+        "ties_at_user_cut": total[_TIES_USER],
+        "test_pairs_in_train": total[_PAIRS],
+        "cold_test_users": int(np.count_nonzero(in_side & ~in_train)),
+        "cold_test_items": int(np.count_nonzero(side_items & ~train_items)),
+        "cold_item_test_rows": total[_COLD_ITEM_ROWS],
+        "test_users_without_relevant": int(
+            np.count_nonzero(in_side & ((flags & _HAS_RELEVANT) == 0))
+        ),
+        "train_users_without_test": int(np.count_nonzero(in_train & ~in_side)),
+    }
