@@ -16,9 +16,13 @@ held-out part in exactly one fold). Every split runs in this order:
    ``drop_cold`` asks, and counted.
 
 Each step's removals are rows of the audit's table; the audit (:mod:`receval.data.audit`)
-runs on the result and warns on leakage. Polars reads, filters and hashes; the per-user order
-and holdout run in Numba kernels (:mod:`receval.kernels.split`). docs/protocol.md explains the
-choices.
+runs on the result and warns on leakage. Polars reads, filters and hashes; the users and items
+get dense codes and the rows are grouped by user once, in linear time (a counting sort,
+:mod:`receval.kernels.grouping`), the per-row keys permuted into that order; the repeated
+pairs (a hash table per user), each user's order and holdout, and the audit's checks run in
+Numba kernels over each user's contiguous rows (:mod:`receval.kernels.split`); the k-core and
+``drop_cold`` count over the codes. No step sorts all rows or joins on ids.
+docs/protocol.md explains the choices.
 
 Randomness and ties: a row's random key is a seeded hash of its (user, item, timestamp), so a
 split is the same in every run and whatever the input's row order (rows identical in all three
