@@ -265,11 +265,10 @@ class CodedRows:
 
     ``users``: per row a dense user code, ``user_keys[code]`` its id; ``rows`` grouped by
     user (``rows[offsets[u]:offsets[u + 1]]``, input order within a user); ``items``: per row
-    a dense item code in ``[0, n_items)`` (both codes int32 where they fit); ``time``: per row
-    the time order key (:func:`receval.data.interactions.time_key`), None without a time
-    column.
-    ``grouped_items`` and ``grouped_time``: the same in the order of ``rows`` (the grouped
-    arrays of :mod:`receval.kernels.split`).
+    a dense item code in ``[0, n_items)`` (both codes int32 where they fit).
+    ``grouped_items`` and ``grouped_time``: the item codes (int64) and the time order keys
+    (:func:`receval.data.interactions.time_key`; None without a time column) in the order of
+    ``rows`` (the grouped arrays of :mod:`receval.kernels.split`).
     """
 
     users: np.ndarray
@@ -278,7 +277,6 @@ class CodedRows:
     rows: np.ndarray
     items: np.ndarray
     n_items: int
-    time: np.ndarray | None
     grouped_items: np.ndarray
     grouped_time: np.ndarray | None
 
@@ -286,14 +284,17 @@ class CodedRows:
     def of(users: pl.Series, items: pl.Series, time: np.ndarray | None) -> CodedRows:
         """Dense codes of the ids (integers or text; categoricals by their text) and the rows
         grouped by user by a counting sort, all in linear time."""
-        user_codes_, user_keys = user_codes(_codable(users))
-        offsets, rows = counting_sort(user_codes_, user_keys.len())
-        item_codes, item_keys = user_codes(_codable(items))
-        grouped_items = gather(item_codes, rows)
+        # each int64 array narrowed as soon as it is used: a lower peak of memory
+        codes, user_keys = user_codes(_codable(users))
+        offsets, rows = counting_sort(codes, user_keys.len())
+        user_codes_ = _narrow(codes, user_keys.len())
+        codes, item_keys = user_codes(_codable(items))
+        grouped_items = gather(codes, rows)
+        item_codes = _narrow(codes, item_keys.len())
+        del codes
         grouped_time = None if time is None else gather(time, rows)
         return CodedRows(
-            _narrow(user_codes_, user_keys.len()), user_keys, offsets, rows,
-            _narrow(item_codes, item_keys.len()), item_keys.len(), time, grouped_items,
+            user_codes_, user_keys, offsets, rows, item_codes, item_keys.len(), grouped_items,
             grouped_time,
         )  # fmt: skip
 
@@ -338,7 +339,7 @@ def _rows(
     for check, size in sizes.items():
         if check in _TIME_CHECKS and not has_time:
             # no time column: unknown; an empty part: nothing overlaps
-            rows.append((check, None if coded.time is None else 0, size))
+            rows.append((check, None if coded.grouped_time is None else 0, size))
         else:
             rows.append((check, found[check], size))
     return rows

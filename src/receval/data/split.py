@@ -355,7 +355,7 @@ def split(
     columns = Columns(user_col, item_col, time_col)
     frame = read_interactions(interactions, "interactions", columns, fmt)
     columns = check_interactions(frame, "interactions", columns, need_time=plan.by_time)
-    work = _Work.of(frame, columns, seed)
+    work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
     extra: list[tuple[str, int | None, int, str]] = []
     notes = [plan.describe()]
     if end is not None:
@@ -518,6 +518,8 @@ class _Work:
     frame: pl.DataFrame
     columns: Columns
     seed: int
+    # per row in input order (empty unless of(by_row=True): the per-user methods read only
+    # the grouped copies below)
     time: np.ndarray  # int64 order keys (zeros without a time column)
     tie: np.ndarray  # int64 seeded hash of (user, item, time)
     keep: np.ndarray
@@ -526,7 +528,9 @@ class _Work:
     grouped_tie: np.ndarray
 
     @staticmethod
-    def of(frame: pl.DataFrame, columns: Columns, seed: int) -> _Work:
+    def of(frame: pl.DataFrame, columns: Columns, seed: int, *, by_row: bool = True) -> _Work:
+        """The table's keys and codes; ``by_row``: keep ``time`` and ``tie`` in input order
+        too (the global methods), else only grouped (less memory)."""
         height = frame.height
         time = (
             time_key(frame[columns.time])
@@ -543,10 +547,15 @@ class _Work:
         coded = CodedRows.of(
             frame[columns.user], frame[columns.item], time if columns.time is not None else None
         )
-        grouped_time = coded.grouped_time if coded.grouped_time is not None else time
+        grouped_time = coded.grouped_time
+        if grouped_time is None:
+            grouped_time = time if by_row else np.zeros(height, dtype=np.int64)
+        grouped_tie = gather(tie, coded.rows)
+        if not by_row:
+            time = tie = np.empty(0, dtype=np.int64)
         return _Work(
             frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_), coded,
-            grouped_time, gather(tie, coded.rows),
+            grouped_time, grouped_tie,
         )  # fmt: skip
 
     @property
