@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/bench_split.py --rows 1e7 1e8 [--methods leave_one_out,random]
-        [--pandas-max-rows 1e7] [--json benchmarks/results/split.json]
+        [--pandas-max-rows 1e7] [--before SRC] [--json benchmarks/results/split.json]
 
 Data: ``rows`` interactions (user Int64, item Int64, timestamp Int64): ``rows / 50`` users
 drawn uniformly (50 interactions a user on average), items Zipf-distributed (exponent 1.3,
@@ -27,6 +27,11 @@ kfold_user         k=5, n=1                      user folds, groupby rank, 5 tra
 
 The pandas versions only split: they neither drop repeated pairs, nor count short users, nor
 audit; receval does all three in the times shown.
+
+``--before SRC`` also times the receval whose package is under ``SRC`` (a ``src`` folder of
+another checkout, e.g. ``git archive <commit> src | tar -x -C /tmp/before``) in the same run,
+case by case just before this checkout's (``PYTHONPATH``), and reports before / after. Each
+row also records the load average (``os.getloadavg``) when its cases ended.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ stamp = rng.integers(0, 10**9, rows)
 def rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
-if tool == "receval":
+if tool in ("receval", "before"):
     import polars as pl
     import receval
     warnings.simplefilter("ignore")
@@ -128,11 +133,19 @@ print(json.dumps(out))
 """
 
 
-def run_case(rows: int, method: str, tool: str, timeout: float) -> dict[str, Any]:
-    """One case in a fresh process; its JSON figures, or the reason it has none."""
+def run_case(
+    rows: int, method: str, tool: str, timeout: float, src: str | None = None
+) -> dict[str, Any]:
+    """One case in a fresh process (receval from ``src`` when given); its JSON figures, or
+    the reason it has none."""
     args = [sys.executable, "-c", _CHILD, str(rows), method, json.dumps(CASES[method]), tool]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            args, capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"over {timeout:.0f} s"}
     if done.returncode != 0:
@@ -148,31 +161,41 @@ def main() -> None:
     parser.add_argument("--pandas-max-rows", default="1e7", help="pandas runs up to this many")
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--json", type=Path, default=None, help="also write figures here")
+    parser.add_argument("--before", default=None, help="src folder of a receval to compare")
     args = parser.parse_args()
     methods = [m for m in args.methods.split(",") if m]
     results = []
     print(f"machine: {os.cpu_count()} CPUs, {platform.system()} {platform.machine()}, Python "
           f"{platform.python_version()}")  # fmt: skip
-    print("| rows | method | receval s | pandas s | ratio | receval peak GiB | pandas peak GiB |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| rows | method | before s | receval s | before / receval | pandas s | pandas / receval "
+        "| before peak GiB | receval peak GiB | pandas peak GiB | load avg |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for text in args.rows:
         rows = int(float(text))
         for method in methods:
+            before = (
+                run_case(rows, method, "before", args.timeout, args.before)
+                if args.before
+                else {"error": "not run"}
+            )
             ours = run_case(rows, method, "receval", args.timeout)
             theirs = (
                 run_case(rows, method, "pandas", args.timeout)
                 if rows <= float(args.pandas_max_rows)
                 else {"error": "not run (memory)"}
             )
-            results.append({"rows": rows, "method": method, "receval": ours, "pandas": theirs})
-            ratio = (
-                f"{theirs['seconds'] / ours['seconds']:.1f}x"
-                if "seconds" in ours and "seconds" in theirs
-                else "-"
-            )
+            load = os.getloadavg()[0]
+            results.append(
+                {"rows": rows, "method": method, "before": before, "receval": ours,
+                 "pandas": theirs, "load": load}
+            )  # fmt: skip
             print(
-                f"| {rows:.0e} | {method} | {_fig(ours, 'seconds')} | {_fig(theirs, 'seconds')} | "
-                f"{ratio} | {_fig(ours, 'peak_gib')} | {_fig(theirs, 'peak_gib')} |",
+                f"| {rows:.0e} | {method} | {_fig(before, 'seconds')} | {_fig(ours, 'seconds')} "
+                f"| {_ratio(before, ours)} | {_fig(theirs, 'seconds')} | {_ratio(theirs, ours)} "
+                f"| {_fig(before, 'peak_gib')} | {_fig(ours, 'peak_gib')} "
+                f"| {_fig(theirs, 'peak_gib')} | {load:.1f} |",
                 flush=True,
             )
     if args.json is not None:
@@ -180,6 +203,12 @@ def main() -> None:
         with tempfile.NamedTemporaryFile("w", dir=args.json.parent, delete=False) as tmp:
             json.dump(results, tmp, indent=2)
         os.replace(tmp.name, args.json)
+
+
+def _ratio(slow: dict[str, Any], fast: dict[str, Any]) -> str:
+    if "seconds" in slow and "seconds" in fast:
+        return f"{slow['seconds'] / fast['seconds']:.1f}x"
+    return "-"
 
 
 def _fig(result: dict[str, Any], key: str) -> str:

@@ -18,6 +18,7 @@ from polars.testing import assert_frame_equal
 import receval
 from helpers import split_reference as ref
 from receval import InputError, LeakageWarning
+from receval.data.audit import CHECKS
 
 CODES = {-1: ref.DROPPED, 0: ref.TRAIN, 1: ref.TEST, 2: ref.VALIDATION}
 
@@ -335,6 +336,38 @@ def test_duplicates_match_reference(policy: str) -> None:
         expected = keep_first(frame, seed, last=policy == "last")
         assert [p != ref.DROPPED for p in parts(s)] == expected
         assert s.audit["duplicate_rows_removed"] == expected.count(False)
+
+
+def big_users(seed: int) -> pl.DataFrame:
+    """Two users with thousands of rows (large hash tables, long chains of repeated items)
+    among 2,500 users of one to three rows (more than one chunk of users), text ids."""
+    rng = np.random.default_rng(seed)
+    sizes = np.concatenate([[2_000, 3_000], rng.integers(1, 4, 2_500)])
+    users = np.repeat(np.arange(sizes.shape[0]), sizes)
+    rng.shuffle(users)
+    n = users.shape[0]
+    return pl.DataFrame(
+        {
+            "user": pl.Series(users).cast(pl.String) + "u",
+            "item": rng.integers(0, 300, n) * 7 - 1_000,
+            "timestamp": rng.integers(0, 40, n),
+        }
+    )
+
+
+@pytest.mark.parametrize("policy", ["first", "last"])
+def test_long_users_match_reference(policy: str) -> None:
+    frame = big_users(5)
+    rows, key = ref.as_rows(frame), ref.keys(frame, 3)
+    keep = ref.dedupe(rows, key, last=policy == "last", by_time=True)
+    s = quiet_split(frame, "temporal_user", fraction=0.3, ties="together", seed=3,
+                    duplicates=policy)  # fmt: skip
+    expected = ref.holdout(rows, key, by_time=True, fraction=0.3, together=True, keep=keep)
+    assert parts(s) == expected
+    assert 0 < keep.count(False) == s.audit["duplicate_rows_removed"]
+    train = [r for r, p in zip(rows, expected, strict=True) if p == ref.TRAIN]
+    test = [r for r, p in zip(rows, expected, strict=True) if p == ref.TEST]
+    assert {c: s.audit[c] for c in CHECKS} == ref.audit(train, test, [True] * len(test))
 
 
 def test_duplicates_raise_and_keep() -> None:

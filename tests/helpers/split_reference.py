@@ -31,7 +31,7 @@ def keys(frame: pl.DataFrame, seed: int, time: bool = True) -> list[int]:
 
 def user_hash(users: pl.Series, seed: int) -> dict[Hashable, int]:
     """Each user's fold key (a seeded hash of the id)."""
-    hashed = _id_hash(users, seed, 4).to_list()
+    hashed = pl.select(_id_hash(pl.lit(users), users.dtype, seed, 4)).to_series().to_list()
     return dict(zip(users.to_list(), hashed, strict=True))
 
 

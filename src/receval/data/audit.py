@@ -15,13 +15,20 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from receval._errors import InputError, LeakageWarning
 from receval.data.interactions import Columns, check_interactions, read_interactions, time_key
 from receval.data.io import InputFormat, check_input_format
+from receval.data.layout import user_codes
+from receval.kernels.grouping import counting_sort, gather
+from receval.kernels.split import TEST, TRAIN, VALIDATION, audit_users
 
-__all__ = ["CHECKS", "SplitAudit", "audit_frames", "audit_split", "emit"]
+__all__ = [
+    "CHECKS", "CodedRows", "SplitAudit", "audit_coded", "audit_frames", "audit_split", "emit",
+    "relevant_rows",
+]  # fmt: skip
 
 CHECKS: dict[str, tuple[str, str]] = {
     "test_before_train_end": (
@@ -242,8 +249,8 @@ def _check_relevance(test: pl.DataFrame, col: str) -> None:
 
 
 def _id_types(parts: list[pl.DataFrame], columns: Columns) -> dict[str, pl.DataType]:
-    """The one type each id column takes in every part for the joins: Int64 for integers
-    (String where a part has UInt64 ids, which may not fit Int64), else String."""
+    """The one type each id column takes in every part: Int64 for integers (String where a
+    part has UInt64 ids, which may not fit Int64), else String."""
     out: dict[str, pl.DataType] = {}
     for col in (columns.user, columns.item):
         dtypes = [frame.schema[col] for frame in parts]
@@ -252,78 +259,87 @@ def _id_types(parts: list[pl.DataFrame], columns: Columns) -> dict[str, pl.DataT
     return out
 
 
-def _ids(frame: pl.DataFrame, columns: Columns, types: dict[str, pl.DataType]) -> pl.DataFrame:
-    """The id columns in the types of :func:`_id_types`, and the time column as its order key
-    (one int64 per row, ``__time``: every type compares exactly)."""
-    exprs: list[pl.Expr | pl.Series] = [pl.col(c).cast(t) for c, t in types.items()]
-    if columns.time is not None:
-        exprs.append(pl.Series("__time", time_key(frame[columns.time])))
-    return frame.select(exprs)
+@dataclass(frozen=True)
+class CodedRows:
+    """The rows of an interaction table as codes, for the audit's linear passes.
+
+    ``users``: per row a dense user code, ``user_keys[code]`` its id; ``rows`` grouped by
+    user (``rows[offsets[u]:offsets[u + 1]]``, input order within a user); ``items``: per row
+    a dense item code in ``[0, n_items)`` (both codes int32 where they fit).
+    ``grouped_items`` and ``grouped_time``: the item codes (int64) and the time order keys
+    (:func:`receval.data.interactions.time_key`; None without a time column) in the order of
+    ``rows`` (the grouped arrays of :mod:`receval.kernels.split`).
+    """
+
+    users: np.ndarray
+    user_keys: pl.Series
+    offsets: np.ndarray
+    rows: np.ndarray
+    items: np.ndarray
+    n_items: int
+    grouped_items: np.ndarray
+    grouped_time: np.ndarray | None
+
+    @staticmethod
+    def of(users: pl.Series, items: pl.Series, time: np.ndarray | None) -> CodedRows:
+        """Dense codes of the ids (integers or text; categoricals by their text) and the rows
+        grouped by user by a counting sort, all in linear time."""
+        # each int64 array narrowed as soon as it is used: a lower peak of memory
+        codes, user_keys = user_codes(_codable(users))
+        offsets, rows = counting_sort(codes, user_keys.len())
+        user_codes_ = _narrow(codes, user_keys.len())
+        codes, item_keys = user_codes(_codable(items))
+        grouped_items = gather(codes, rows)
+        item_codes = _narrow(codes, item_keys.len())
+        del codes
+        grouped_time = None if time is None else gather(time, rows)
+        return CodedRows(
+            user_codes_, user_keys, offsets, rows, item_codes, item_keys.len(), grouped_items,
+            grouped_time,
+        )  # fmt: skip
+
+
+def _narrow(codes: np.ndarray, size: int) -> np.ndarray:
+    """Codes in ``[0, size)`` as int32 where they fit (half the memory)."""
+    return codes.astype(np.int32) if size < 2**31 else codes
+
+
+def _codable(ids: pl.Series) -> pl.Series:
+    """Ids as :func:`receval.data.layout.user_codes` takes them: integers, or text."""
+    if ids.dtype.is_integer() or ids.dtype == pl.String:
+        return ids
+    return ids.cast(pl.String)
 
 
 def _rows(
-    train: pl.DataFrame, test: pl.DataFrame, columns: Columns, relevant: pl.Series | None
+    coded: CodedRows, part: np.ndarray, side: int, relevant: np.ndarray
 ) -> list[tuple[str, int | None, int]]:
-    """(check, count, size of what the share is of) for each check of ``test`` against
-    ``train`` (both as :func:`_ids` returns them). One lazy query per count, run together
-    (:func:`polars.collect_all`), so that the passes over train run in parallel and share
-    their common parts."""
-    u, i = columns.user, columns.item
-    n_train, n_test = train.height, test.height
-    has_time = columns.time is not None and n_train > 0 and n_test > 0
-    tr = train.lazy()
-    te = test.lazy().with_columns(
-        (relevant if relevant is not None else pl.repeat(True, n_test)).alias("__rel")
-    )
-    if has_time:
-        train_users = tr.group_by(u).agg(pl.col("__time").max().alias("__last"))
-    else:
-        train_users = tr.select(u).unique()
-    test_users = te.group_by(u).agg(pl.col("__rel").any())
-    train_items = tr.select(i).unique()
-    queries = {
-        "test_users": test_users.select(pl.len()),
-        "train_users": train_users.select(pl.len()),
-        "test_items": te.select(pl.col(i).n_unique()),
-        "test_pairs_in_train": te.join(tr.select(u, i), on=[u, i], how="semi").select(pl.len()),
-        "cold_test_users": test_users.join(train_users, on=u, how="anti").select(pl.len()),
-        "cold_test_items": te.select(i)
-        .unique()
-        .join(train_items, on=i, how="anti")
-        .select(pl.len()),
-        "cold_item_test_rows": te.join(train_items, on=i, how="anti").select(pl.len()),
-        "test_users_without_relevant": test_users.select((~pl.col("__rel")).sum()),
-        "train_users_without_test": train_users.join(test_users, on=u, how="anti").select(pl.len()),
-    }
-    if has_time:
-        last_train = train["__time"].max()
-        first_test = test["__time"].min()
-        joined = te.select(u, "__time").join(train_users, on=u, how="left")
-        queries["time"] = joined.select(
-            (pl.col("__time") < last_train).sum().alias("test_before_train_end"),
-            (pl.col("__time") < pl.col("__last")).sum().alias("test_before_user_train_end"),
-            (pl.col("__time") == last_train).sum().alias("ties_at_global_cut"),
-            (pl.col("__time") == pl.col("__last")).sum().alias("ties_at_user_cut"),
-        )
-        queries["train_after_test_start"] = tr.select((pl.col("__time") > first_test).sum())
-    frames = dict(zip(queries, pl.collect_all(list(queries.values())), strict=True))
-    found = {name: int(frame.item()) for name, frame in frames.items() if name != "time"}
-    if "time" in frames:
-        found.update({k: int(v) for k, v in frames["time"].row(0, named=True).items()})
-    n_test_users, n_train_users = found["test_users"], found["train_users"]
+    """(check, count, size of what the share is of) for each check of the rows of ``part``
+    ``side`` against the train rows: two passes over each user's rows
+    (:func:`receval.kernels.split.audit_users`)."""
+    rows_ = coded.rows
+    time = coded.grouped_time
+    found = audit_users(
+        coded.offsets, part[rows_], side, coded.grouped_items, coded.n_items,
+        time if time is not None else np.zeros(rows_.shape[0], dtype=np.int64),
+        relevant[rows_],
+    )  # fmt: skip
+    n_train, n_test = found["train_rows"], found["test_rows"]
+    has_time = time is not None and n_train > 0 and n_test > 0
+    n_test_users = found["test_users"]
     sizes = {
         "test_before_train_end": n_test, "train_after_test_start": n_train,
         "test_before_user_train_end": n_test, "ties_at_global_cut": n_test,
         "ties_at_user_cut": n_test, "test_pairs_in_train": n_test,
         "cold_test_users": n_test_users, "cold_test_items": found["test_items"],
         "cold_item_test_rows": n_test, "test_users_without_relevant": n_test_users,
-        "train_users_without_test": n_train_users,
+        "train_users_without_test": found["train_users"],
     }  # fmt: skip
     rows: list[tuple[str, int | None, int]] = []
     for check, size in sizes.items():
         if check in _TIME_CHECKS and not has_time:
             # no time column: unknown; an empty part: nothing overlaps
-            rows.append((check, None if columns.time is None else 0, size))
+            rows.append((check, None if coded.grouped_time is None else 0, size))
         else:
             rows.append((check, found[check], size))
     return rows
@@ -338,25 +354,61 @@ def audit_frames(
     relevance: tuple[str | None, float] = (None, 1),
     ties: str | None,
     notes: list[str] | None = None,
+) -> SplitAudit:
+    """The audit of checked frames (:func:`audit_split`): their rows coded together
+    (:class:`CodedRows`), then :func:`audit_coded`. ``ties`` as there."""
+    frames = [train, test, *([validation] if validation is not None else [])]
+    types = _id_types(frames, columns)
+    users = pl.concat([f[columns.user].cast(types[columns.user]) for f in frames])
+    items = pl.concat([f[columns.item].cast(types[columns.item]) for f in frames])
+    time = None
+    if columns.time is not None:
+        time = np.concatenate([time_key(f[columns.time]) for f in frames])
+    codes = [TRAIN, TEST, VALIDATION][: len(frames)]
+    part = np.repeat(np.array(codes, dtype=np.int8), [f.height for f in frames])
+    relevant = np.concatenate(
+        [np.zeros(train.height, dtype=np.bool_)] + [relevant_rows(f, relevance) for f in frames[1:]]
+    )
+    coded = CodedRows.of(users, items, time)
+    return audit_coded(
+        coded, part, relevant, validation=validation is not None, ties=ties, notes=notes
+    )
+
+
+def relevant_rows(frame: pl.DataFrame, relevance: tuple[str | None, float]) -> np.ndarray:
+    """Per row of ``frame``, whether it is relevant: ``relevance_col >= threshold`` (a null
+    is not), every row without a relevance column."""
+    col, threshold = relevance
+    if col is None or col not in frame.columns:
+        return np.ones(frame.height, dtype=np.bool_)
+    relevant = (frame[col].cast(pl.Float64) >= threshold).fill_null(False)
+    return np.ascontiguousarray(relevant.to_numpy(), dtype=np.bool_)
+
+
+def audit_coded(
+    coded: CodedRows,
+    part: np.ndarray,
+    relevant: np.ndarray,
+    *,
+    validation: bool,
+    ties: str | None,
+    notes: list[str] | None = None,
     extra: list[tuple[str, int | None, int, str]] | None = None,
 ) -> SplitAudit:
-    """The audit of checked frames (the splitters call it on what they made).
+    """The audit of a split given as codes: per row its ``part``
+    (:data:`receval.kernels.split.TRAIN`, ``TEST``, ``VALIDATION``, ``DROPPED``: ignored)
+    and whether it is ``relevant``; the test rows, and with ``validation`` the validation
+    rows, checked against the train rows (the splitters call it on what they made).
 
     ``ties``: how the splitter broke ties in time, in words (None: unknown, so ties across
     the split are a warning). ``extra``: rows ``(check, count, size, of)`` appended to the
     table (what a splitter removed).
     """
-    relevance_col, threshold = relevance
-    types = _id_types([train, test, *([validation] if validation is not None else [])], columns)
-    train_ids = _ids(train, columns, types)
     records: list[tuple[str, int | None, float | None, str]] = []
     warned: list[str] = []
-    pairs = [("", test)] + ([("validation.", validation)] if validation is not None else [])
-    for prefix, part in pairs:
-        relevant = None
-        if relevance_col is not None and relevance_col in part.columns:
-            relevant = part[relevance_col].cast(pl.Float64) >= threshold
-        rows = _rows(train_ids, _ids(part, columns, types), columns, relevant)
+    sides = [("", TEST)] + ([("validation.", VALIDATION)] if validation else [])
+    for prefix, side in sides:
+        rows = _rows(coded, part, side, relevant)
         for check, count, size in rows:
             share = None if count is None or size == 0 else count / size
             records.append((prefix + check, count, share, CHECKS[check][1]))

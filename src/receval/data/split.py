@@ -16,9 +16,13 @@ held-out part in exactly one fold). Every split runs in this order:
    ``drop_cold`` asks, and counted.
 
 Each step's removals are rows of the audit's table; the audit (:mod:`receval.data.audit`)
-runs on the result and warns on leakage. Polars reads, filters and hashes; the per-user order
-and holdout run in Numba kernels (:mod:`receval.kernels.split`). docs/protocol.md explains the
-choices.
+runs on the result and warns on leakage. Polars reads, filters and hashes; the users and items
+get dense codes and the rows are grouped by user once, in linear time (a counting sort,
+:mod:`receval.kernels.grouping`), the per-row keys permuted into that order; the repeated
+pairs (a hash table per user), each user's order and holdout, and the audit's checks run in
+Numba kernels over each user's contiguous rows (:mod:`receval.kernels.split`); the k-core and
+``drop_cold`` count over the codes. No step sorts all rows or joins on ids.
+docs/protocol.md explains the choices.
 
 Randomness and ties: a row's random key is a seeded hash of its (user, item, timestamp), so a
 split is the same in every run and whatever the input's row order (rows identical in all three
@@ -28,7 +32,9 @@ Timestamps that tie are ordered by that key, never by item id.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice, check_integer
-from receval.data.audit import SplitAudit, audit_frames, emit
+from receval.data.audit import CodedRows, SplitAudit, audit_coded, emit, relevant_rows
 from receval.data.interactions import (
     Columns,
     bound_key,
@@ -50,7 +56,8 @@ from receval.data.interactions import (
 )
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
 from receval.data.layout import show_rows
-from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, dedupe, holdout, order
+from receval.kernels.grouping import gather
+from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, compact, dedupe, holdout
 
 __all__ = [
     "DropCold",
@@ -348,7 +355,7 @@ def split(
     columns = Columns(user_col, item_col, time_col)
     frame = read_interactions(interactions, "interactions", columns, fmt)
     columns = check_interactions(frame, "interactions", columns, need_time=plan.by_time)
-    work = _Work.of(frame, columns, seed)
+    work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
     extra: list[tuple[str, int | None, int, str]] = []
     notes = [plan.describe()]
     if end is not None:
@@ -505,68 +512,84 @@ def _size(given: dict[str, Any], n_name: str, f_name: str) -> tuple[int, int, in
 @dataclass
 class _Work:
     """The table being split: its checked columns, per row the time order key and the
-    seeded random key, which rows are still kept, and (once needed) the rows grouped by
-    user."""
+    seeded random key, which rows are still kept, and its rows as codes (dense user and item
+    codes, the rows grouped by user: :class:`receval.data.audit.CodedRows`)."""
 
     frame: pl.DataFrame
     columns: Columns
     seed: int
+    # per row in input order (empty unless of(by_row=True): the per-user methods read only
+    # the grouped copies below)
     time: np.ndarray  # int64 order keys (zeros without a time column)
     tie: np.ndarray  # int64 seeded hash of (user, item, time)
     keep: np.ndarray
-    _groups: tuple[pl.Series, np.ndarray, np.ndarray] | None = None
-    _ordered: dict[bool, np.ndarray] = field(default_factory=dict)
+    coded: CodedRows
+    grouped_time: np.ndarray  # time and tie as grouped arrays (in the order of coded.rows)
+    grouped_tie: np.ndarray
 
     @staticmethod
-    def of(frame: pl.DataFrame, columns: Columns, seed: int) -> _Work:
+    def of(frame: pl.DataFrame, columns: Columns, seed: int, *, by_row: bool = True) -> _Work:
+        """The table's keys and codes; ``by_row``: keep ``time`` and ``tie`` in input order
+        too (the global methods), else only grouped (less memory)."""
         height = frame.height
         time = (
             time_key(frame[columns.time])
             if columns.time is not None
             else np.zeros(height, dtype=np.int64)
         )
-        keys = [_id_hash(frame[columns.user], seed, 0), _id_hash(frame[columns.item], seed, 1)]
+        # the keys' hashes in one query, so that Polars computes them in parallel
+        keys = [_id_hash(pl.col(columns.user), frame[columns.user].dtype, seed, 0),
+                _id_hash(pl.col(columns.item), frame[columns.item].dtype, seed, 1)]  # fmt: skip
         if columns.time is not None:
-            keys.append(pl.Series(time).hash(seed=_mix(seed, 2)))
-        mixed = keys[0]
-        for other in keys[1:]:
-            mixed = mixed ^ other
-        tie = mixed.hash(seed=_mix(seed, 3)).to_numpy().view(np.int64)
-        return _Work(frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_))
+            keys.append(pl.lit(pl.Series(time)).hash(seed=_mix(seed, 2)))
+        mixed = functools.reduce(operator.xor, keys).hash(seed=_mix(seed, 3))
+        tie = frame.select(mixed.alias("tie")).to_series().to_numpy().view(np.int64)
+        coded = CodedRows.of(
+            frame[columns.user], frame[columns.item], time if columns.time is not None else None
+        )
+        grouped_time = coded.grouped_time
+        if grouped_time is None:
+            grouped_time = time if by_row else np.zeros(height, dtype=np.int64)
+        grouped_tie = gather(tie, coded.rows)
+        if not by_row:
+            time = tie = np.empty(0, dtype=np.int64)
+        return _Work(
+            frame, columns, seed, time, tie, np.ones(height, dtype=np.bool_), coded,
+            grouped_time, grouped_tie,
+        )  # fmt: skip
 
     @property
     def groups(self) -> tuple[pl.Series, np.ndarray, np.ndarray]:
         """(user keys, offsets, rows): user ``g``'s row indices, in input order, are
-        ``rows[offsets[g]:offsets[g + 1]]`` (the order of users is Polars' and plays no part
+        ``rows[offsets[g]:offsets[g + 1]]`` (users ascending by id; their order plays no part
         in any result)."""
-        if self._groups is None:
-            grouped = (
-                self.frame.select(self.columns.user)
-                .with_row_index("__row")
-                .group_by(self.columns.user)
-                .agg(pl.col("__row"))
-            )
-            lengths = grouped["__row"].list.len().to_numpy()
-            offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            rows = grouped["__row"].explode().to_numpy().astype(np.int64, copy=False)
-            self._groups = (grouped[self.columns.user], offsets, rows)
-        return self._groups
+        return self.coded.user_keys, self.coded.offsets, self.coded.rows
 
-    def ordered(self, by_time: bool) -> np.ndarray:
-        """:attr:`groups`' rows with each user's in the order of (time, tie, row)
-        (``by_time``) or (tie, row)."""
-        if by_time not in self._ordered:
-            _, offsets, rows = self.groups
-            self._ordered[by_time] = order(offsets, rows, self.time, self.tie, by_time)
-        return self._ordered[by_time]
+    def kept_per_user(self) -> np.ndarray:
+        """Per user (:attr:`groups`' order), how many of their rows are kept."""
+        n_users = self.coded.offsets.shape[0] - 1
+        return np.bincount(self.coded.users[self.keep], minlength=n_users)
+
+    def kept_groups(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(offsets, rows, time, tie): the grouped arrays (:mod:`receval.kernels.split`) of
+        the kept rows, :attr:`groups`' users."""
+        coded = self.coded
+        keep = self.keep[coded.rows]
+        return compact(coded.offsets, keep, coded.rows, self.grouped_time, self.grouped_tie)
+
+    def holdout(
+        self, plan: _Plan, validation: tuple[int, int, int]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`receval.kernels.split.holdout` of the kept rows: (part, short)."""
+        return holdout(
+            *self.kept_groups(), self.frame.height, plan.test, validation,
+            by_time=plan.by_time, together=plan.ties == "together",
+            drop_short=plan.short == "drop",
+        )  # fmt: skip
 
     def user_of_row(self) -> np.ndarray:
         """Per row, its user's index in :attr:`groups`."""
-        _, offsets, rows = self.groups
-        out = np.empty(self.frame.height, dtype=np.int64)
-        out[rows] = np.repeat(np.arange(offsets.shape[0] - 1), np.diff(offsets))
-        return out
+        return self.coded.users
 
 
 def _mix(seed: int, i: int) -> int:
@@ -574,15 +597,15 @@ def _mix(seed: int, i: int) -> int:
     return (seed * 0x9E37_79B9 + _SEED_MIX[i]) % (2**64)
 
 
-def _id_hash(series: pl.Series, seed: int, i: int) -> pl.Series:
-    """A seeded hash of ids: integers as Int64 (so Int32 and Int64 ids hash alike), text as
-    String (categoricals by their text)."""
-    if series.dtype.is_integer():
-        if series.dtype != pl.UInt64:
-            series = series.cast(pl.Int64)
-    elif series.dtype != pl.String:
-        series = series.cast(pl.String)
-    return series.hash(seed=_mix(seed, i))
+def _id_hash(ids: pl.Expr, dtype: pl.DataType, seed: int, i: int) -> pl.Expr:
+    """A seeded hash of ids of type ``dtype``: integers as Int64 (so Int32 and Int64 ids
+    hash alike), text as String (categoricals by their text)."""
+    if dtype.is_integer():
+        if dtype != pl.UInt64:
+            ids = ids.cast(pl.Int64)
+    elif dtype != pl.String:
+        ids = ids.cast(pl.String)
+    return ids.hash(seed=_mix(seed, i))
 
 
 def _remove_after_end(
@@ -605,28 +628,21 @@ def _shown_min(work: _Work) -> str:
     return repr(work.frame[time].min()) if time else "-"
 
 
-def _item_codes(work: _Work, *, dense: bool = False) -> np.ndarray:
-    """An exact int64 key per row of its item: integer ids as they are (unless ``dense``),
-    else a dense code 0, 1, ..."""
-    items = work.frame[work.columns.item]
-    if items.dtype.is_integer() and items.dtype != pl.UInt64 and not dense:
-        return np.ascontiguousarray(items.cast(pl.Int64).to_numpy())
-    if items.dtype not in (pl.String,) and not items.dtype.is_integer():
-        items = items.cast(pl.String)
-    return np.ascontiguousarray((items.rank("dense").cast(pl.Int64) - 1).to_numpy())
-
-
 def _dedupe(
     work: _Work, policy: str, extra: list[tuple[str, int | None, int, str]], notes: list[str]
 ) -> None:
     if policy == "keep":
         notes.append("duplicates: every row of a repeated (user, item) pair kept")
         return
-    _, offsets, _ = work.groups
+    _, offsets, rows = work.groups
     by_time = work.columns.time is not None
-    rows = work.ordered(by_time)
-    keep = work.keep if policy != "raise" else work.keep.copy()
-    dropped = dedupe(offsets, rows, _item_codes(work), policy == "last", keep)
+    keep = work.keep[rows]
+    dropped = dedupe(
+        offsets, work.coded.grouped_items, work.grouped_time, work.grouped_tie,
+        policy == "last", keep,
+    )  # fmt: skip
+    if policy != "raise":
+        work.keep[rows] = keep
     if policy == "raise":
         notes.append("duplicates: none (duplicates='raise')")
         if dropped:
@@ -658,9 +674,9 @@ def _kcore(
     if min_user <= 1 and min_item <= 1:
         return
     users = work.user_of_row()
-    items = _item_codes(work, dense=True)
-    n_users = int(users.max()) + 1
-    n_items = int(items.max()) + 1
+    items = work.coded.items
+    n_users = work.coded.offsets.shape[0] - 1
+    n_items = work.coded.n_items
     before = work.keep.copy()
     rounds = 0
     while True:
@@ -739,12 +755,7 @@ def _split_part(
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
         return _global_part(work, plan)
-    _, offsets, _ = work.groups
-    part, short = holdout(
-        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test,
-        plan.validation or _NONE, together=plan.ties == "together",
-        drop_short=plan.short == "drop",
-    )  # fmt: skip
+    part, short = work.holdout(plan, plan.validation or _NONE)
     _short_users(work, plan, short, extra)
     return part
 
@@ -753,8 +764,8 @@ def _short_users(
     work: _Work, plan: _Plan, short: np.ndarray, extra: list[tuple[str, int | None, int, str]]
 ) -> None:
     n_short = int(short.sum())
-    users, offsets, rows = work.groups
-    kept_users = np.logical_or.reduceat(work.keep[rows], offsets[:-1])
+    users, _, _ = work.groups
+    kept_users = work.kept_per_user() > 0
     if plan.short == "raise" and n_short:
         shown = users.filter(pl.Series(short)).head(5).to_list()
         msg = (
@@ -848,22 +859,24 @@ def _drop_cold(
     train row dropped; the counts appended to ``extra``."""
     if policy == "none":
         return part
-    u, i = work.columns.user, work.columns.item
-    codes = pl.Series(part)
-    train = work.frame.filter(codes == TRAIN)
-    cold = pl.Series(np.zeros(part.shape[0], dtype=np.bool_))
+    coded = work.coded
+    train = part == TRAIN
+    cold = np.zeros(part.shape[0], dtype=np.bool_)
     if policy in ("users", "both"):
-        cold = cold | ~work.frame[u].is_in(train[u].unique().implode())
+        n_users = coded.offsets.shape[0] - 1
+        cold |= (np.bincount(coded.users[train], minlength=n_users) == 0)[coded.users]
     if policy in ("items", "both"):
-        cold = cold | ~work.frame[i].is_in(train[i].unique().implode())
+        cold |= (np.bincount(coded.items[train], minlength=coded.n_items) == 0)[coded.items]
     out = part.copy()
     for code, name in ((TEST, "test"), (VALIDATION, "validation")):
-        mask = (codes == code) & cold
-        n = int(mask.sum())
-        if code == VALIDATION and not (codes == VALIDATION).any():
+        in_part = part == code
+        if code == VALIDATION and not in_part.any():
             continue
-        extra.append((f"cold_{name}_rows_dropped", n, int((codes == code).sum()), f"{name} rows"))
-        out[mask.to_numpy()] = DROPPED
+        mask = in_part & cold
+        extra.append(
+            (f"cold_{name}_rows_dropped", int(mask.sum()), int(in_part.sum()), f"{name} rows")
+        )
+        out[mask] = DROPPED
     return out
 
 
@@ -892,16 +905,12 @@ def _finish(
 ) -> Split:
     extra = list(extra)
     part = _drop_cold(work, part, drop_cold, extra)
-    codes = pl.Series("part", part)
-    frames = {c: work.frame.filter(codes == c) for c in (TRAIN, TEST, VALIDATION)}
-    audit = audit_frames(
-        frames[TRAIN], frames[TEST], frames[VALIDATION] if plan.validation else None,
-        work.columns, relevance=relevance, ties=_ties_note(plan, work.seed),
-        notes=notes, extra=extra,
+    audit = audit_coded(
+        work.coded, part, relevant_rows(work.frame, relevance),
+        validation=plan.validation is not None, ties=_ties_note(plan, work.seed), notes=notes,
+        extra=extra,
     )  # fmt: skip
-    result = Split(plan.method, settings, audit, work.frame, codes)
-    result._cache.update({str(c): f for c, f in frames.items()})
-    return result
+    return Split(plan.method, settings, audit, work.frame, pl.Series("part", part))
 
 
 def _kfold(
@@ -914,22 +923,19 @@ def _kfold(
     settings: dict[str, object],
 ) -> Split:
     assert plan.k is not None
-    users, offsets, rows = work.groups
-    present = np.logical_or.reduceat(work.keep[rows], offsets[:-1])
+    users, _, _ = work.groups
+    present = work.kept_per_user() > 0
     n_users = int(present.sum())
     if plan.k > n_users:
         msg = f"k ({plan.k}) must be at most the number of users ({n_users})."
         raise InputError(msg)
-    part, short = holdout(
-        offsets, work.ordered(plan.by_time), work.keep, work.time, plan.test, _NONE,
-        together=plan.ties == "together", drop_short=plan.short == "drop",
-    )  # fmt: skip
+    part, short = work.holdout(plan, _NONE)
     _short_users(work, plan, short, extra)
     # folds of users: the users in the order of a seeded hash of their id, dealt in turn
     order = (
         pl.DataFrame({"u": users, "g": np.arange(users.len()), "p": present})
         .filter(pl.col("p"))
-        .with_columns(h=_id_hash(users.filter(pl.Series(present)), work.seed, 4))
+        .with_columns(h=_id_hash(pl.col("u"), users.dtype, work.seed, 4))
         .sort(["h", "u"])
     )
     fold_of_user = np.full(users.len(), -1, dtype=np.int64)
@@ -939,14 +945,15 @@ def _kfold(
     tables = []
     warned: list[str] = []
     ties = _ties_note(plan, work.seed)
+    relevant = relevant_rows(work.frame, relevance)
     for f in range(plan.k):
         fold_extra = list(extra)
         fpart = np.where(part == DROPPED, DROPPED, np.where(fold_row == f, TEST, TRAIN))
         fpart = _drop_cold(work, fpart.astype(np.int8), drop_cold, fold_extra)
         codes = pl.Series("part", fpart)
-        audit = audit_frames(
-            work.frame.filter(codes == TRAIN), work.frame.filter(codes == TEST), None,
-            work.columns, relevance=relevance, ties=ties, notes=notes, extra=fold_extra,
+        audit = audit_coded(
+            work.coded, fpart, relevant, validation=False, ties=ties, notes=notes,
+            extra=fold_extra,
         )  # fmt: skip
         fold_parts.append((codes, audit))
         tables.append(audit.table.select(pl.lit(f, dtype=pl.Int32).alias("fold"), pl.all()))
