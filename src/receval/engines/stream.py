@@ -392,9 +392,11 @@ class Evaluator:
         if not has and user_col in t.columns and item_col in t.columns:
             t = t.select(user_col, item_col).with_columns(pl.lit(1.0).alias(rel))
         kinds = {user_col: self._kinds["user"], item_col: self._kinds["item"]}
-        if all(c in t.columns for c in (user_col, item_col)) and t.height:
+        # an empty side too: a block without recs rows must not keep integer ids beside
+        # truth's text ids (id_type="str")
+        if all(c in t.columns for c in (user_col, item_col)):
             t = cast_ids(t, "truth", kinds)
-        if all(c in r.columns for c in (user_col, item_col)) and r.height:
+        if all(c in r.columns for c in (user_col, item_col)):
             r = cast_ids(r, "recs", kinds)
         return t, r
 
