@@ -776,7 +776,7 @@ class _NotSortable(Exception):
 _BATCH_ROWS = 1 << 16  # the most rows read from a file at once
 
 
-def _sort_key(t_type: pl.DataType, r_type: pl.DataType, kind: str) -> pl.DataType | None:
+def _sort_key(t_type: pl.DataType, r_type: pl.DataType, kind: str) -> type[pl.DataType] | None:
     """The type in which both files' user ids are compared (the order the files are sorted
     in, and one value per user after ``id_type``), or None when there is none: integers
     compare as Int64 (also under ``id_type="str"``: the decimal text of distinct integers is
@@ -851,8 +851,8 @@ class _SortedSide:
             assert isinstance(frame, pl.DataFrame)
             if self.renames:
                 frame = frame.rename(self.renames, strict=False)
-            frame = frame.cast(dict(self.schema), strict=True)  # type: ignore[arg-type]
-            try:
+            try:  # the types Polars' own reader gives (the partition pass reads with it)
+                frame = frame.cast(dict(self.schema), strict=True)  # type: ignore[arg-type]
                 keys = frame.select(self.key.alias("__key")).to_series()
             except pl.exceptions.PolarsError as exc:
                 raise _NotSortable from exc
@@ -911,7 +911,8 @@ def _sorted_sides(
         return None
     user_col = inputs.user_col
     paths: list[Path] = []
-    for data, role in ((truth, "truth"), (recs, "recs")):
+    roles: tuple[Role, Role] = ("truth", "recs")
+    for data, role in zip((truth, recs), roles, strict=True):
         fmt = None
         if isinstance(data, str | os.PathLike):
             fmt = format_of(Path(data), role, inputs.formats[role])
@@ -941,7 +942,7 @@ def _sorted_sides(
     key = pl.col(user_col).cast(key_type, strict=False)
     batch = max(1, min(_BATCH_ROWS, half))
     sides = []
-    for path, role, schema in zip(paths, ("truth", "recs"), (t_schema, r_schema), strict=True):
+    for path, role, schema in zip(paths, roles, (t_schema, r_schema), strict=True):
         own = inputs.columns[role]
         canonical = inputs.columns["truth"]
         renames = {s: d for s, d in ((own[0], canonical[0]), (own[1], canonical[1])) if s != d}
