@@ -25,6 +25,7 @@ from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
 from receval.engines.spark import _evaluate_spark, check_spark_options, is_spark_frame
 from receval.engines.stream import SortedArg, evaluate_stream
+from receval.families.beyond import check_sampled_metrics
 from receval.families.contract import NoRecsPolicy, Options, TiesPolicy
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
@@ -66,6 +67,7 @@ def evaluate(
     progress: bool = False,
     segments: Any = None,
     sampling: Sampling | None = None,
+    sample_col: str | None = None,
 ) -> Result:
     """Evaluate recommendations against truth: ranking, pointwise and beyond-accuracy metrics.
 
@@ -194,6 +196,12 @@ def evaluate(
         each user's rows not in truth are the negatives), and report the sampled metrics or
         their corrections under names that carry the protocol, e.g.
         ``ndcg@10~rescale(100)`` (docs/sampled.md).
+    sample_col:
+        A recs column naming each row's sampled ranking: a stochastic ranker given as several
+        sampled rankings per user (Diaz et al. 2020). Only ``ee_loss``, ``ee_disparity`` and
+        ``ee_relevance`` accept it (each item's exposure is its mean over the user's samples;
+        any other metric raises :class:`~receval.MetricError`); recommendation tables, local
+        and streaming engines (docs/fairness.md).
 
     Returns
     -------
@@ -214,6 +222,9 @@ def evaluate(
     >>> receval.evaluate(truth, recs, "mrr")["mrr"]
     0.875
     """
+    if segments is not None and sample_col is not None:
+        msg = "sample_col= is not evaluated by segment: leave segments= or sample_col out."
+        raise InputError(msg)
     if segments is not None:
         return _with_segments(dict(locals()))  # every argument, as given
     check_choice("engine", engine, get_args(Engine))
@@ -235,7 +246,10 @@ def evaluate(
         relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
         no_recs=no_recs, train=train, items=items, item_features=item_features,
         rating_range=rating_range, id_type=id_type, columns=columns, input_format=input_format,
+        sample_col=sample_col,
     )  # fmt: skip
+    if sample_col is not None:
+        _check_sampled(parse_metrics(metrics), recs, sample_col, use_spark, sampling)
     if use_spark and sampling is not None:
         msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
         raise InputError(msg)
@@ -327,6 +341,28 @@ def _with_segments(args: dict[str, Any]) -> Result:
         run, truth, recs, chosen, plan, user_col=user_col, item_col=item_col
     )
     return whole.with_segments(frame, results)
+
+
+def _check_sampled(
+    plan: tuple[Metric, ...], recs: Any, sample_col: str, spark: bool, sampling: Any
+) -> None:
+    """``sample_col``: only the metrics over a stochastic ranking, on a recommendation table
+    read by the local or streaming engine."""
+    check_sampled_metrics(plan, sample_col)
+    if is_model(recs):
+        msg = (
+            f"sample_col={sample_col!r} names the sampled rankings of a recommendation table; a "
+            "model source (FactorModel, ScoreModel) gives one deterministic ranking per user: "
+            "leave sample_col out, or evaluate a table of sampled rankings."
+        )
+        raise InputError(msg)
+    if spark or sampling is not None:
+        what = "sampling=" if sampling is not None else "the Spark engine"
+        msg = (
+            f"sample_col= runs on the local and streaming engines, not with {what}: collect "
+            "the sampled rankings into one table, or leave sample_col out."
+        )
+        raise InputError(msg)
 
 
 def _local_inputs(truth: Any, recs: Any, options: Options) -> tuple[Any, Any, Options]:

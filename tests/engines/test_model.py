@@ -38,8 +38,8 @@ BEYOND = tuple(name for name, m in SPECS.items() if m.family == "beyond")
 def beyond_metric(name: str, k: int) -> str:
     """``name@k``, reading item groups from the test item table's ``genre`` column where the
     metric needs them (``group_share`` names one of its groups)."""
-    if name == "group_share":
-        return f"group_share(by=genre, group=g0)@{k}"
+    if any(p.name == "group" for p in SPECS[name].params):  # group_share, exposure_share, ...
+        return f"{name}(by=genre, group=g0)@{k}"
     return f"{name}(by=genre)@{k}" if SPECS[name].needs_items else f"{name}@{k}"
 
 

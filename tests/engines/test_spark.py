@@ -138,6 +138,36 @@ def test_beyond_with_spark_items(spark: SparkSession, ids: str) -> None:
     check(spark, "beyond_cosine", ids, spark_items=True, ties="trec")
 
 
+GROUP_EXPOSURE = [
+    "exposure_share(by=genre, group=g1)@3",
+    "exposure_disparity(by=genre, group=g1, reference=g2)@2",
+    "exposure_gap(by=genre, group=g2, attention=log)",
+    "exposure_gini(by=genre, patience=0.8)@5",
+    "exposure_entropy(by=genre)@3",
+    "group_coverage(by=genre)@1",
+]
+
+
+@pytest.mark.parametrize("ties", ["expected", "first"])
+def test_group_exposure_with_an_item_without_a_group(spark: SparkSession, ties: str) -> None:
+    """The group-exposure states (exact sums per group) merge to the local engine's bits; an
+    item without a genre is left out and counted the same way."""
+    data = DATA["int"]
+    first = data["items"]["item"][0]
+    items = data["items"].with_columns(
+        pl.when(pl.col("item") == first).then(None).otherwise(pl.col("genre")).alias("genre")
+    )
+    # ties="first" follows input order: the frame is then built in order, not repartitioned
+    repartition = 5 if ties == "expected" else None
+    got, want = run_both(
+        spark, data["truth"], data["recs"], GROUP_EXPOSURE, repartition=repartition,
+        items=items, ties=ties,
+    )  # fmt: skip
+    assert_same(got, want)
+    assert want.details[GROUP_EXPOSURE[0]]["items_without_group"] == 1
+    assert want.details[GROUP_EXPOSURE[0]]["exposure_without_group"] > 0
+
+
 def test_no_recs_skip(spark: SparkSession) -> None:
     data = DATA["str"]
     metrics = [*family_metrics("ranking"), *family_metrics("classification")]

@@ -205,7 +205,17 @@ def requests(spec: MetricSpec, ks: tuple[int | None, ...] = KS) -> list[str]:
     return [spec.name + v + ("" if k is None else f"@{k}") for v in variants for k in cuts]
 
 
-NAMED = {"miscalibration": "by=genre", "awrf": "by=genre", "group_share": "by=genre, group=g1"}
+NAMED = {
+    "miscalibration": "by=genre",
+    "awrf": "by=genre",
+    "group_share": "by=genre, group=g1",
+    "exposure_share": "by=genre, group=g1",
+    "exposure_disparity": "by=genre, group=g1",
+    "exposure_gap": "by=genre, group=g1",
+    "exposure_gini": "by=genre",
+    "exposure_entropy": "by=genre",
+    "group_coverage": "by=genre",
+}
 """The item-table column (and group) of the metrics that read one: the items' genre."""
 
 

@@ -404,7 +404,9 @@ def test_registry_declarations_of_the_family() -> None:
     assert set(specs) == {"coverage", "ils", "diversity", "novelty", "arp", "gini", "entropy",
                           "long_tail", "miscalibration", "unexpectedness", "serendipity",
                           "pop_serendipity", "awrf", "ee_loss", "ee_disparity", "ee_relevance",
-                          "group_share"}  # fmt: skip
+                          "group_share", "exposure_share", "exposure_disparity",
+                          "exposure_gap", "exposure_gini", "exposure_entropy",
+                          "group_coverage"}  # fmt: skip
     assert receval.parse_metric("long_tail_share(head=0.2)@10").canonical == "long_tail@10"
     assert receval.parse_metric("item_coverage@5").canonical == "coverage@5"
     assert not specs["ils"].higher_is_better

@@ -141,7 +141,17 @@ PARAM_KINDS = {
     "beyond": {"fraction", "choice", "threshold", "word"},
 }
 # the item-table column (and group) of the beyond metrics that read one (helpers.beyond data)
-NAMED = {"miscalibration": "by=genres", "awrf": "by=genres", "group_share": "by=year, group=2000"}
+NAMED = {
+    "miscalibration": "by=genres",
+    "awrf": "by=genres",
+    "group_share": "by=year, group=2000",
+    "exposure_share": "by=year, group=2000",
+    "exposure_disparity": "by=year, group=2000",
+    "exposure_gap": "by=year, group=2000",
+    "exposure_gini": "by=genres",
+    "exposure_entropy": "by=genres",
+    "group_coverage": "by=genres",
+}
 
 
 def requests(spec: MetricSpec, ks: tuple[int | None, ...] = (None, 1, 3, 20)) -> list[str]:

@@ -84,13 +84,30 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "ee_disparity": ("user", frozenset({"ties_past_cutoff"})),
     "ee_relevance": ("user", frozenset({"ties_past_cutoff"})),
     "group_share": ("user", frozenset({"needs_items"})),
+    # exposure of item groups over every list: one value, no per-user column
+    "exposure_share": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
+    "exposure_disparity": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
+    "exposure_gap": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
+    "exposure_gini": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
+    "exposure_entropy": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
+    "group_coverage": ("global", frozenset({"needs_items"})),
 }
 FLAGS = (
     "needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range",
     "needs_history", "needs_items", "ties_past_cutoff",
 )  # fmt: skip
 # the item-table column (and group) of the metrics that read one, for the requests below
-NAMED = {"miscalibration": "by=genres", "awrf": "by=genre", "group_share": "by=genre, group=g0"}
+NAMED = {
+    "miscalibration": "by=genres",
+    "awrf": "by=genre",
+    "group_share": "by=genre, group=g0",
+    "exposure_share": "by=genre, group=g0",
+    "exposure_disparity": "by=genre, group=g0",
+    "exposure_gap": "by=genre, group=g0",
+    "exposure_gini": "by=genre",
+    "exposure_entropy": "by=genre",
+    "group_coverage": "by=genre",
+}
 
 # requests whose parameters decide the aggregation, with the aggregation they get
 VARIANTS: dict[str, str] = {

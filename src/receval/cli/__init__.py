@@ -251,6 +251,14 @@ def evaluate_cmd(
             "catalog_size (docs/sampled.md). With --recs, the file is a candidates table."
         ),
     ] = None,
+    sample_col: Annotated[
+        str | None,
+        typer.Option(
+            help="The --recs column naming each row's sampled ranking: several sampled "
+            "rankings per user (a stochastic ranker); only ee_loss, ee_disparity and "
+            "ee_relevance accept it (docs/fairness.md)."
+        ),
+    ] = None,
     metric: Annotated[
         list[str] | None,
         typer.Option("--metric", "-m", help="Metric string, repeatable, e.g. ndcg@10."),
@@ -331,7 +339,7 @@ def evaluate_cmd(
         "similarity": similarity.value if similarity else None, "exclude": exclude,
         "candidates": candidates, "block_memory": block_memory, "device": device,
         "excluded_truth": excluded_truth.value if excluded_truth else None,
-        "sampling": sampling,
+        "sampling": sampling, "sample_col": sample_col,
         "sorted_by_user": _SORTED[sorted_by_user.value] if sorted_by_user else None,
     }  # fmt: skip
     flags.update(

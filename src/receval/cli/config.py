@@ -68,13 +68,13 @@ _MODEL = (
 )  # fmt: skip
 _STRINGS = (
     "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format",
-    "id_type", "similarity", "excluded_truth", "device", "sampling",
+    "id_type", "similarity", "excluded_truth", "device", "sampling", "sample_col",
 )  # fmt: skip
 CONFIG_KEYS = (
     "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",
     "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format", "id_type",
     "relevance_threshold", "item_features", "rating_range", "input_format", "columns", *_MODEL,
-    "excluded_truth", "segments", "sampling", "sorted_by_user",
+    "excluded_truth", "segments", "sampling", "sample_col", "sorted_by_user",
 )  # fmt: skip
 """The keys of ``receval evaluate --config``."""
 
@@ -82,7 +82,7 @@ CONFIG_KEYS = (
 _EVALUATE_OPTIONS = tuple(
     k for k in CONFIG_KEYS
     if k not in ("recs", "per_user", "format", *_MODEL, "excluded_truth", "sampling",
-                 "sorted_by_user")
+                 "sample_col", "sorted_by_user")
 )  # fmt: skip
 _NUMBERS = ("relevance_threshold", "alpha", "confidence", "fraction", "validation_fraction")
 _INTEGERS = ("n_resamples", "n_permutations", "seed", "k", "min_user_interactions",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from receval.families.beyond import check_train
+from receval.families.beyond import check_train, split_samples
 from receval.families.contract import Options, merge
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
@@ -26,12 +26,19 @@ def evaluate_local(truth: Any, recs: Any, plan: tuple[Metric, ...], options: Opt
     inputs = options.inputs  # every frame gets truth's names
     truth = inputs.read(truth, "truth", options.relevance_name)
     recs = inputs.read(recs, "recs", options.order_col)
+    context = options.context()
+    if options.sample_col is not None:  # several sampled rankings per user (docs/fairness.md)
+        recs, samples = split_samples(
+            recs, user_col=options.user_col, item_col=options.item_col,
+            order_col=options.order_col, sample_col=options.sample_col, by_rank=options.by_rank,
+        )  # fmt: skip
+        context = options.context(samples=samples)
     prep, kernel = prepare(
         truth, recs, ranking, user_col=options.user_col, item_col=options.item_col,
         score_col=options.score_col, rank_col=options.rank_col,
         relevance_col=options.relevance_col, ties=options.ties,
         relevance_threshold=options.threshold, no_recs=options.no_recs, id_type=options.kinds,
-        context=options.context(),
+        context=context,
     )  # fmt: skip
     if options.train is not None:
         prep = check_train(prep, options.train)

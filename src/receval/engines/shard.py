@@ -164,6 +164,13 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     plan = spec.plan
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     context = replace(spec.context, shard=True, has_relevance=spec.has_relevance)
+    sample_col = spec.options.sample_col
+    if sample_col is not None:  # sampled rankings: checked and split within each user
+        recs, samples = B.split_samples(
+            recs, user_col=spec.user_col, item_col=spec.item_col, order_col=spec.order_col,
+            sample_col=sample_col, by_rank=spec.by_rank, allow_empty=True,
+        )  # fmt: skip
+        context = replace(context, samples=samples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         prep, kernel = prepare(
@@ -459,6 +466,7 @@ def evaluate_sharded(
     rating_range: tuple[float, float] | None = None,
     columns: Any = None,
     input_format: Any = None,
+    sample_col: str | None = None,
 ) -> Result:
     """:func:`receval.evaluate` by the distributed scheme, in one process.
 
@@ -472,6 +480,7 @@ def evaluate_sharded(
         relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
         no_recs=no_recs, train=train, items=items, item_features=item_features,
         rating_range=rating_range, columns=columns, input_format=input_format,
+        sample_col=sample_col,
     )  # fmt: skip
     inputs = options.inputs
     user_col, item_col = options.user_col, options.item_col

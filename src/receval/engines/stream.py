@@ -200,6 +200,7 @@ class Evaluator:
         columns: Mapping[str, Mapping[str, str]] | Iterable[str] | None = None,
         input_format: str | Mapping[str, str] | None = None,
         sorted_by_user: bool = False,
+        sample_col: str | None = None,
     ) -> None:
         if not isinstance(sorted_by_user, bool):
             msg = f"sorted_by_user must be True or False; got {sorted_by_user!r}."
@@ -209,9 +210,12 @@ class Evaluator:
             relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
             no_recs=no_recs, train=train, items=items, item_features=item_features,
             rating_range=rating_range, id_type=id_type, columns=columns,
-            input_format=input_format,
+            input_format=input_format, sample_col=sample_col,
         )  # fmt: skip
-        self._setup(parse_metrics(metrics), options, sorted_by_user)
+        plan = parse_metrics(metrics)
+        if sample_col is not None:
+            B.check_sampled_metrics(plan, sample_col)
+        self._setup(plan, options, sorted_by_user)
 
     @classmethod
     def _of(cls, plan: tuple[Metric, ...], options: Options) -> Evaluator:
@@ -309,6 +313,12 @@ class Evaluator:
         ties policy is exact. A metric without a cutoff (``mrr``, ``map``, ``auc`` ...)
         needs the whole list: ``k="all"``. The inputs are not modified.
         """
+        if self._spec.options.sample_col is not None:
+            msg = (
+                "update_scores gives one deterministic ranking per user; this Evaluator has "
+                "sample_col= (sampled rankings): pass them to update() as a table."
+            )
+            raise InputError(msg)
         ids = _as_numpy(users).reshape(-1)
         n_rows = ids.shape[0]
         shape = tuple(int(x) for x in getattr(scores, "shape", ()))

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError
+from receval._errors import InputError, MetricError
 from receval.data.io import Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
     INTERNAL,
@@ -50,21 +50,33 @@ from receval.data.layout import (
     cast_ids,
     check_frame,
     check_id_type,
+    group_by_user,
     id_type_fix,
     show_rows,
     trec_tie_keys,
 )
-from receval.families.contract import Context, Part, Prepared, per_user_frame
+from receval.families.contract import (
+    SAMPLE_CODE,
+    SAMPLE_ORDER,
+    SAMPLE_PAIR,
+    SAMPLED_METRICS,
+    Context,
+    Part,
+    Prepared,
+    per_user_frame,
+)
 from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
 from receval.kernels import beyond as BK
-from receval.kernels.exact import parts_weighted
+from receval.kernels.exact import parts_weighted, segment_parts, segment_totals
 from receval.kernels.exact import total as total_exact
 from receval.metrics.registry import Metric
 
 __all__ = [
     "ExposureCounts",
+    "GroupExposure",
     "beyond_part",
     "catalog_of",
+    "check_sampled_metrics",
     "check_train",
     "check_train_columns",
     "exposure_histogram",
@@ -73,6 +85,7 @@ __all__ = [
     "join_key_type",
     "read_items",
     "read_train",
+    "split_samples",
     "train_popularity",
     "unify_items",
     "warn_in_train",
@@ -103,6 +116,10 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         off, codes = ctx.top(m.k)
         name = m.name
         info: dict[str, Any] = {"users": n_users}
+        if name in _GROUP_METRICS:  # exposure of item groups over every list (global)
+            _group_exposure(part, ctx, m, info)
+            details[m.canonical] = info
+            continue
         if name in _LISTS:  # calibration, serendipity, exposure fairness (docs/fairness.md)
             values = _LISTS[name](m, ctx, info)
             _per_user_values(part, m, values, info, columns)
@@ -155,6 +172,101 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         every = np.arange(prep.r_grp.n_users)
         part.per_user = per_user_frame(prep.r_grp.keys, every, columns, prep.user_col)
     return part
+
+
+def check_sampled_metrics(plan: tuple[Metric, ...], sample_col: str) -> None:
+    """:class:`MetricError` unless every metric of ``plan`` is defined over a stochastic
+    ranking given as sampled rankings (:data:`SAMPLED_METRICS`, docs/fairness.md)."""
+    others = [m.canonical for m in plan if m.name not in SAMPLED_METRICS]
+    if others:
+        msg = (
+            f"sample_col={sample_col!r} gives several sampled rankings per user (a stochastic "
+            f"ranker); only {', '.join(SAMPLED_METRICS)} are defined over them, not "
+            f"{others[:_SHOW]}. Evaluate those metrics on one ranking per user, without "
+            "sample_col."
+        )
+        raise MetricError(msg)
+
+
+def split_samples(
+    recs: pl.DataFrame, *, user_col: str, item_col: str, order_col: str, sample_col: str,
+    by_rank: bool, allow_empty: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
+    """Sampled rankings (rows ``(user, item, sample, score or rank)``) as the distinct
+    ``(user, item, score)`` rows the layout holds (each pair's first row; rows grouped by user,
+    input order within a user) and the sampled rows by their pair, ordered by user, sample
+    (first appearance in the user's rows) and input order
+    (:attr:`Context.samples <receval.families.contract.Context>`). A Numba pass over each
+    user's rows (:func:`receval.kernels.beyond.sampled_lists`) does the work in linear time.
+
+    :class:`InputError` for a missing or null sample column, an item twice in one sample of a
+    user, or a user whose samples rank different numbers of items (each sample is one whole
+    ranking of the stochastic ranker: a shorter one is a truncated sample). Every check is
+    within a user: a shard or block of whole users (``allow_empty``: possibly no row) gives
+    the local engine's values.
+    """
+    if sample_col not in recs.columns:
+        msg = (
+            f"recs is missing column {sample_col!r} (sample_col; columns found: "
+            f"{recs.columns}); expected the column naming each row's sampled ranking."
+        )
+        raise InputError(msg)
+    cols = [user_col, item_col, sample_col]
+    checked = check_frame(
+        recs, "recs", id_cols=cols, value_col=order_col,
+        value_name="rank" if by_rank else "score",
+        fix="pass score_col= or rank_col= to name the column that orders each sampled ranking.",
+        allow_empty=allow_empty,
+    )  # fmt: skip
+    grp = group_by_user(checked, user_col)
+    source = np.arange(checked.height, dtype=np.int64) if grp.order is None else grp.order
+    code, rep, pos, dup, shortest, longest = BK.sampled_lists(
+        grp.offsets, grp.take(_equality_keys(checked[item_col])),
+        grp.take(_equality_keys(checked[sample_col])),
+    )  # fmt: skip
+    if dup.any():
+        twice = np.zeros(checked.height, dtype=np.bool_)
+        twice[source[dup]] = True
+        msg = (
+            f"recs has {int(dup.sum())} rows whose item appears twice in the same sample of "
+            f"the same user ({sample_col!r}); expected each sample to rank an item at most "
+            f"once. First offending rows:\n"
+            f"{show_rows(checked, pl.Series(twice), [*cols, order_col])}"
+        )
+        raise InputError(msg)
+    uneven = np.flatnonzero(shortest != longest)
+    if uneven.size:
+        shown = ", ".join(
+            f"{grp.keys[int(u)]!r} ({shortest[u]} to {longest[u]} items)" for u in uneven[:_SHOW]
+        )
+        msg = (
+            f"recs has {uneven.size} user(s) whose samples ({sample_col!r}) rank different "
+            f"numbers of items, e.g. {shown}; expected every sample of a user to be a whole "
+            "ranking of the same length (a shorter sample is a truncated one)."
+        )
+        raise InputError(msg)
+    grouped = np.arange(rep.size, dtype=np.int64)
+    first = rep == grouped  # each user's first row of each item: the layout's rows
+    pair_of = np.cumsum(first) - 1
+    by_sample = np.empty(rep.size, dtype=np.int64)
+    by_sample[pos] = grouped  # the user's rows by sample, then input order
+    order = grp.take(checked[order_col].to_numpy())
+    pairs = checked.select(user_col, item_col, order_col)[source[first]]
+    samples = pl.DataFrame(
+        {
+            SAMPLE_PAIR: pair_of[rep[by_sample]],
+            SAMPLE_CODE: code[by_sample],
+            SAMPLE_ORDER: np.ascontiguousarray(order[by_sample], dtype=np.float64),
+        }
+    )
+    return pairs, samples
+
+
+def _equality_keys(ids: pl.Series) -> np.ndarray:
+    """int64 keys, equal exactly when the ids are equal: integer ids, or the codes of text."""
+    if ids.dtype == pl.String:
+        return np.ascontiguousarray(ids.cast(pl.Categorical).to_physical().to_numpy(), np.int64)
+    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
 
 
 def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
@@ -1226,11 +1338,66 @@ def _awrf(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
     return values
 
 
+def _sampled_exposure(m: Metric, ctx: _Context) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each user's expected exposure from its sampled rankings (``sample_col``): ``(e_off,
+    rows, eps)``, ``eps`` the mean over the user's samples of each item's attention in the
+    sample (0 where a sample leaves it out; Diaz et al. 2020, the sampled estimate), one entry
+    per exposed recs row (a distinct (user, item)), in the order the items are first exposed
+    (sample by sample, best first: with one sample, the order and values of a ranking)."""
+    key = ("sampled", m.k, m.float_param("patience"))
+    if key not in ctx._cache:
+        prep = ctx.prep
+        samples = prep.context.samples
+        assert samples is not None
+        offsets = prep.r_grp.offsets
+        n_rows = int(offsets[-1])
+        order = prep.r_grp.order
+        to_grouped = np.arange(n_rows, dtype=np.int64)
+        if order is not None:  # source row -> grouped row
+            to_grouped[order] = np.arange(n_rows, dtype=np.int64)
+        row_user = np.repeat(np.arange(prep.r_grp.n_users, dtype=np.int64), np.diff(offsets))
+        grouped = to_grouped[samples[SAMPLE_PAIR].to_numpy()]
+        code = samples[SAMPLE_CODE].to_numpy()
+        user = row_user[grouped]  # rows by user, then sample, then input order
+        score = np.ascontiguousarray(samples[SAMPLE_ORDER].to_numpy(), np.float64)
+        if prep.ties == "first":
+            tie = np.arange(grouped.size, dtype=np.int64)
+        else:  # the policy's key of the item, as for one ranking
+            tie = np.ascontiguousarray(ctx.tie[grouped])
+        starts = np.flatnonzero(
+            np.concatenate(([True], (user[1:] != user[:-1]) | (code[1:] != code[:-1])))
+        )
+        l_off = np.append(starts, grouped.size).astype(np.int64)
+        per_user = np.bincount(user[starts], minlength=prep.r_grp.n_users).astype(np.float64)
+        longest = int(np.diff(l_off).max(initial=0))
+        top_off, top_rows = BK.select_top(
+            l_off, score, tie, longest if m.k is None else m.k, negate=prep.by_rank
+        )
+        _, x_rows, att = BK.exposure_rows(
+            l_off, score, tie, top_off, top_rows, negate=prep.by_rank,
+            expected=prep.ties == "expected", geometric=True, patience=m.float_param("patience"),
+        )  # fmt: skip
+        exposed = grouped[x_rows]
+        owner = user[x_rows]
+        weight = att / per_user[owner]
+        eps = np.bincount(exposed, weights=weight, minlength=n_rows)
+        first_rows, first = np.unique(exposed, return_index=True)
+        rows = first_rows[np.argsort(first, kind="stable")]  # user by user, first exposed first
+        e_off = np.zeros(prep.r_grp.n_users + 1, dtype=np.int64)
+        np.cumsum(np.bincount(row_user[rows], minlength=prep.r_grp.n_users), out=e_off[1:])
+        ctx._cache[key] = (e_off, rows, np.ascontiguousarray(eps[rows]))
+    return ctx._cache[key]  # type: ignore[no-any-return]
+
+
 def _expected_exposure(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
-    """EE-L, EE-D or EE-R per user (Diaz et al. 2020), attention patience^(j-1)."""
+    """EE-L, EE-D or EE-R per user (Diaz et al. 2020), attention patience^(j-1); from several
+    sampled rankings per user, the mean of their exposures (:func:`_sampled_exposure`)."""
     prep = ctx.prep
     gamma = m.float_param("patience")
-    e_off, rows, att, _ = _exposure(m, ctx, True)
+    if prep.context.samples is not None:
+        e_off, rows, att = _sampled_exposure(m, ctx)
+    else:
+        e_off, rows, att, _ = _exposure(m, ctx, True)
     threshold = prep.threshold_of(m)
     rel = _relevant_rows(ctx, threshold)[rows]
     n_users = prep.r_grp.n_users
@@ -1279,7 +1446,7 @@ def _group_share(m: Metric, ctx: _Context, info: dict[str, Any]) -> np.ndarray:
             f"{m.canonical} takes the share of one group of one column; pass both in the "
             f"metric, e.g. group_share(by=provider, group=p1)@10 (columns: {names})."
         )
-        raise InputError(msg)
+        raise MetricError(msg)
     sets = _sets(ctx, names, "a group")
     _check_listed(m, ctx, sets, codes, "a group")
     label = f"0\x1f{group}"
@@ -1313,3 +1480,196 @@ _LISTS: dict[str, Callable[[Metric, _Context, dict[str, Any]], np.ndarray]] = {
     "ee_relevance": _expected_exposure,
     "group_share": _group_share,
 }
+
+
+# ------------------------------------------------ exposure of item groups over every list
+# Global metrics (docs/fairness.md, "Exposure of groups over every list"): each group's
+# attention summed over every user's list, kept as exact expansions per group, so that every
+# engine (local, sharded, streaming, Spark) merges the blocks' states to the same bits.
+
+_GROUP_METRICS = frozenset(
+    {
+        "exposure_share",
+        "exposure_disparity",
+        "exposure_gap",
+        "exposure_gini",
+        "exposure_entropy",
+        "group_coverage",
+    }
+)
+_PAIRED = frozenset({"exposure_share", "exposure_disparity", "exposure_gap"})  # take group=
+_COMPARED = frozenset({"exposure_disparity", "exposure_gap"})  # and reference=
+
+
+def _group_labels(names: list[str], sets: _Sets) -> tuple[str, ...]:
+    """The groups' names in the order of their codes (1, 2, ...): the value of the column,
+    ``column=value`` when the groups come from several columns."""
+    out = []
+    for feature in sets.names:
+        j, value = feature.split("\x1f", 1)
+        out.append(value if len(names) == 1 else f"{names[int(j)]}={value}")
+    return tuple(out)
+
+
+def _group_code(m: Metric, param: str, names: list[str], labels: tuple[str, ...]) -> int:
+    """The code (from 1) of the group named by ``param`` of ``m``, or raise."""
+    value = m.get(param)
+    if len(names) != 1 or not isinstance(value, str):
+        msg = (
+            f"{m.canonical} compares one group of one column; pass both in the metric, e.g. "
+            f"{m.name}(by=provider, group=p1)@10 (columns: {names}; {param}: {value!r})."
+        )
+        raise MetricError(msg)
+    if value not in labels:
+        msg = (
+            f"{m.canonical}: no item of the item table is in group {value!r} of column "
+            f"{names[0]!r} ({param}=); expected one of its {len(labels)} groups, e.g. "
+            f"{list(labels[:_SHOW])}."
+        )
+        raise InputError(msg)
+    return labels.index(value) + 1
+
+
+def _group_exposure(part: Part, ctx: _Context, m: Metric, info: dict[str, Any]) -> None:
+    """Add ``m`` to the group-exposure state of its cutoff, column and attention (made from
+    this block's lists on first use)."""
+    names = _category_names(m, ctx)
+    sets = _sets(ctx, names, "a group")
+    labels = _group_labels(names, sets)
+    if not labels:
+        msg = (
+            f"{m.canonical} reads groups from {names}, where no item of the item table has a "
+            "value; expected at least one item with a group."
+        )
+        raise InputError(msg)
+    if m.name in _PAIRED:
+        g = _group_code(m, "group", names, labels)
+        if m.name in _COMPARED:
+            if m.get("reference") is not None:
+                r = _group_code(m, "reference", names, labels)
+                if r == g:
+                    msg = (
+                        f"{m.canonical} compares a group with itself; pass another group as "
+                        f"reference=, or none to compare with every other group."
+                    )
+                    raise MetricError(msg)
+            elif len(labels) < 2:
+                msg = (
+                    f"{m.canonical} compares group {labels[0]!r} with the other groups of "
+                    f"{names[0]!r}, and the item table has no other; expected 2 groups or more."
+                )
+                raise MetricError(msg)
+    timed = any(p.name == "attention" for p in m.spec.params)
+    mode = f"{m.str_param('attention')}:{m.float_param('patience')!r}" if timed else "lists"
+    key = f"group_exposure@{m.k}:{names!r}:{mode}"
+    state = part.states.get(key)
+    if not isinstance(state, GroupExposure):
+        state = _group_state(ctx, m, sets, labels, timed)
+        part.states[key] = state
+    state.metrics += (m.canonical,)
+    info.update(groups=len(labels), items_without_group=sets.missing)
+
+
+def _group_state(
+    ctx: _Context, m: Metric, sets: _Sets, labels: tuple[str, ...], timed: bool
+) -> GroupExposure:
+    """This block's group exposure: attention per group (``timed``) and appearances in L@K."""
+    n_groups = len(labels)
+    size = np.diff(sets.f_off)
+    weights = 1.0 / np.repeat(size, size).astype(np.float64)
+    owner = np.repeat(np.arange(size.size), size)
+    items = np.bincount(sets.feats, weights=weights, minlength=n_groups + 1)
+    exposure = ctx.exposure(m.k)
+    hits = np.bincount(sets.feats, weights=exposure[owner], minlength=n_groups + 1)
+    hits[0] = exposure[size == 0].sum()
+    if timed:
+        _, _, att, codes = _exposure(m, ctx, m.str_param("attention") == "geometric")
+        values, seg = BK.group_pairs(codes, att, sets.f_off, sets.feats, weights)
+        flat, off = segment_parts(values, seg, n_groups + 1)
+    else:
+        flat, off = np.zeros(0), np.zeros(n_groups + 2, dtype=np.int64)
+    return GroupExposure(
+        labels=labels, items=items[1:], flat=flat, off=off,
+        hits=hits.astype(np.int64), lists=ctx.prep.r_grp.n_users,
+    )  # fmt: skip
+
+
+@dataclass
+class GroupExposure(GlobalState):
+    """The exposure of the item groups of one column at one cutoff and attention, over the
+    lists of a block of users: per segment (0: items without a group, then each group),
+    the attention summed exactly (an expansion, :func:`receval.kernels.exact.segment_parts`)
+    and the appearances in the top-K lists; the lists counted. Small (a few floats per
+    group), so it has no rows: blocks merge by adding (exactly), whatever their order."""
+
+    metrics: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()  # group names, by code 1, 2, ...
+    items: np.ndarray = field(default_factory=lambda: np.zeros(0))  # n_g per group
+    flat: np.ndarray = field(default_factory=lambda: np.zeros(0))  # expansions, by segment
+    off: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    hits: np.ndarray = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    lists: int = 0
+
+    def merge(self, other: GroupExposure) -> GroupExposure:
+        """Add ``other``'s lists (in place; returns self)."""
+        if other.metrics != self.metrics or other.labels != self.labels:
+            msg = "group exposure states of different metrics or groups cannot merge"
+            raise ValueError(msg)
+        n_seg = self.off.size - 1
+        seg = np.arange(n_seg)
+        values = np.concatenate([self.flat, other.flat])
+        which = np.concatenate(
+            [np.repeat(seg, np.diff(self.off)), np.repeat(seg, np.diff(other.off))]
+        )
+        self.flat, self.off = segment_parts(values, which, n_seg)
+        self.hits = self.hits + other.hits
+        self.lists += other.lists
+        return self
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        exposure = segment_totals(self.flat, self.off)  # per segment, exactly rounded
+        shown = total_exact(self.flat[self.off[1] :])  # attention to items with a group
+        every = total_exact(self.flat)
+        name = metric.name
+        info["users"] = self.lists
+        if name == "group_coverage":
+            info["items_without_group_shown"] = int(self.hits[0])
+            return int(np.count_nonzero(self.hits[1:])) / len(self.labels)
+        info["exposure_without_group"] = float(exposure[0] / every) if every > 0 else math.nan
+        if name in ("exposure_gini", "exposure_entropy"):
+            return _spread(name, exposure[1:], shown)
+        if shown <= 0.0:  # no attention to any item with a group
+            return math.nan
+        g = self.labels.index(str(metric.get("group"))) + 1
+        if name == "exposure_share":
+            return float(exposure[g] / shown)
+        reference = metric.get("reference")
+        if reference is None:  # every other group: the exact sum of their expansions
+            rest = np.ones(len(self.labels) + 1, dtype=np.bool_)
+            rest[[0, g]] = False
+            keep = np.repeat(rest, np.diff(self.off))
+            e_ref = total_exact(self.flat[keep])
+            n_ref = math.fsum(self.items[rest[1:]])
+        else:
+            r = self.labels.index(str(reference)) + 1
+            e_ref, n_ref = float(exposure[r]), float(self.items[r - 1])
+        mine = exposure[g] / self.items[g - 1]
+        theirs = e_ref / n_ref
+        if name == "exposure_gap":
+            return float(mine / self.lists - theirs / self.lists)
+        if theirs == 0.0:
+            return math.inf if mine > 0.0 else math.nan
+        return float(mine / theirs)
+
+
+def _spread(name: str, exposure: np.ndarray, total: float) -> float:
+    """Gini index or entropy (bits) of the groups' exposure (``total``: its exact sum)."""
+    if total <= 0.0:
+        return math.nan
+    x = np.sort(exposure)
+    n = x.size
+    if name == "exposure_gini":
+        ranks = np.arange(1, n + 1, dtype=np.float64)
+        return math.fsum(((2.0 * ranks - n - 1.0) * x).tolist()) / (n * total)
+    p = x[x > 0.0] / total
+    return abs(math.fsum((-p * np.log2(p)).tolist()))

@@ -25,6 +25,7 @@ import polars as pl
 from receval._errors import InputError, check_choice
 from receval.data.io import ROLES, Inputs
 from receval.data.layout import (
+    INTERNAL,
     Grouped,
     IdType,
     IdTypeArg,
@@ -39,6 +40,10 @@ from receval.metrics.result import Counts, Result
 __all__ = [
     "GRADE_NAMES",
     "NO_RECS",
+    "SAMPLED_METRICS",
+    "SAMPLE_CODE",
+    "SAMPLE_ORDER",
+    "SAMPLE_PAIR",
     "TIES",
     "Context",
     "NoRecsPolicy",
@@ -71,6 +76,14 @@ GRADE_NAMES = frozenset(
 
 
 TIES: tuple[str, ...] = get_args(TiesPolicy)
+
+# the metrics defined over a stochastic ranking given as sampled rankings (sample_col)
+SAMPLED_METRICS = ("ee_loss", "ee_disparity", "ee_relevance")
+# the columns of Context.samples: each sampled row's (user, item) as a row of the distinct
+# (user, item) recs, its sample as a dense code, and its score or rank
+SAMPLE_PAIR = f"{INTERNAL}_pair__"
+SAMPLE_CODE = f"{INTERNAL}_sample__"
+SAMPLE_ORDER = f"{INTERNAL}_order__"
 NO_RECS: tuple[str, ...] = get_args(NoRecsPolicy)
 
 
@@ -168,6 +181,12 @@ class Context:
     history:
         Train's distinct (user, item) pairs, for the metrics that read each user's own train
         items (``needs_history``) in a shard, which has no ``train`` (each keeps its users').
+    samples:
+        With ``sample_col``: every sampled recs row as its row of the distinct (user, item)
+        recs that the layout holds (:data:`SAMPLE_PAIR`, a row of ``r_grp.source``), its
+        sample (:data:`SAMPLE_CODE`, its index in the user) and its score or rank
+        (:data:`SAMPLE_ORDER`), rows ordered by user (as ``r_grp``), sample, input order;
+        None without.
     """
 
     train: Any = None
@@ -184,6 +203,7 @@ class Context:
     popularity: tuple[pl.DataFrame, int] | None = None
     observed_range: tuple[float, float] | None = None
     history: pl.DataFrame | None = None
+    samples: pl.DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +226,9 @@ class Options:
         The policies and ``relevance_threshold`` as a float.
     train, items, item_features, rating_range:
         The family options, as given.
+    sample_col:
+        The recs column naming each row's sampled ranking (several rankings per user, a
+        stochastic ranker; only :data:`SAMPLED_METRICS`), or None.
     """
 
     inputs: Inputs
@@ -220,6 +243,7 @@ class Options:
     items: Any = None
     item_features: Any = None
     rating_range: tuple[float, float] | None = None
+    sample_col: str | None = None
 
     @staticmethod
     def of(
@@ -239,6 +263,7 @@ class Options:
         id_type: object = "auto",
         columns: Mapping[str, Mapping[str, str]] | Any = None,
         input_format: str | Mapping[str, str] | None = None,
+        sample_col: str | None = None,
     ) -> Options:
         """The checked options of :func:`receval.evaluate` (same names and defaults), in its
         order: ``id_type``, the column names of recs and truth, each input's own names
@@ -248,7 +273,8 @@ class Options:
         order_option = "score_col" if rank_col is None else "rank_col"
         order_col = score_col if rank_col is None else rank_col
         ids = {"user_col": user_col, "item_col": item_col}
-        check_column_names({**ids, order_option: order_col}, "recs")
+        sample = {"sample_col": sample_col} if sample_col is not None else {}
+        check_column_names({**ids, order_option: order_col, **sample}, "recs")
         relevance = {"relevance_col": relevance_col} if relevance_col is not None else {}
         check_column_names({**ids, **relevance}, "truth")
         inputs = Inputs.of(columns, input_format, user_col, item_col)
@@ -267,6 +293,7 @@ class Options:
             relevance_col=relevance_col, ties=cast(TiesPolicy, ties),
             threshold=check_threshold(relevance_threshold), no_recs=cast(NoRecsPolicy, no_recs),
             train=train, items=items, item_features=item_features, rating_range=rating_range,
+            sample_col=sample_col,
         )  # fmt: skip
 
     @property

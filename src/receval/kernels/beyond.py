@@ -28,12 +28,14 @@ from receval.kernels.ranking import frozen as _frozen
 __all__ = [
     "awrf",
     "exposure_rows",
+    "group_pairs",
     "ils_jaccard",
     "ils_vectors",
     "list_pairs",
     "lookup",
     "mark",
     "miscalibration",
+    "sampled_lists",
     "select_top",
     "unexpectedness_jaccard",
     "unexpectedness_vectors",
@@ -561,6 +563,45 @@ def exposure_rows(
 
 
 @njit(cache=True, nogil=True)
+def _group_pairs(
+    codes: np.ndarray,
+    att: np.ndarray,
+    g_off: np.ndarray,
+    groups: np.ndarray,
+    weights: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    n = 0
+    for r in range(codes.shape[0]):
+        n += max(1, g_off[codes[r] + 1] - g_off[codes[r]])
+    values = np.empty(n, dtype=np.float64)
+    seg = np.empty(n, dtype=np.int64)
+    j = 0
+    for r in range(codes.shape[0]):
+        c = codes[r]
+        if g_off[c] == g_off[c + 1]:  # an item without a group: segment 0
+            values[j] = att[r]
+            seg[j] = 0
+            j += 1
+        for x in range(g_off[c], g_off[c + 1]):
+            values[j] = att[r] * weights[x]
+            seg[j] = groups[x]
+            j += 1
+    return values, seg
+
+
+def group_pairs(
+    codes: np.ndarray, att: np.ndarray, g_off: np.ndarray, groups: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each exposed row's attention ``att`` given to its item's groups: ``(values, seg)``, one
+    entry per (row, group) with the attention times the group's weight (item ``c``'s groups
+    ``groups[g_off[c]:g_off[c + 1]]``, numbered from 1, weights alongside), or one entry in
+    segment 0 with the whole attention for an item without a group."""
+    kernel: Any = _group_pairs
+    args = (_frozen(codes), _frozen(att), _frozen(g_off), _frozen(groups), _frozen(weights))
+    return kernel(*args)  # type: ignore[no-any-return]
+
+
+@njit(cache=True, nogil=True)
 def _jsd_one(
     start: int,
     stop: int,
@@ -867,3 +908,120 @@ def unexpectedness_jaccard(
     args = (_frozen(l_off), _frozen(l_codes), _frozen(rel), _frozen(h_off), _frozen(h_codes))
     kernel(*args, _frozen(f_off), _frozen(feats), out_u, out_s)
     return out_u, out_s
+
+
+@njit(cache=True, nogil=True)
+def _probe(keys_a: np.ndarray, keys_b: np.ndarray, used: np.ndarray, a: int, b: int) -> int:
+    """The slot of key ``(a, b)`` in an open-addressing table (linear probing; its size a
+    power of 2, at least twice the keys): the slot holding it, or the free slot to take."""
+    mask = used.shape[0] - 1
+    h = (a * np.int64(-7046029254386353131) + b * np.int64(-4658895280553007687)) >> 17
+    slot = h & mask
+    while used[slot] and (keys_a[slot] != a or keys_b[slot] != b):
+        slot = (slot + 1) & mask
+    return slot  # type: ignore[no-any-return]
+
+
+@njit(cache=True, nogil=True)
+def _samples_chunk(
+    c: int,
+    offsets: np.ndarray,
+    item: np.ndarray,
+    sample: np.ndarray,
+    cap: int,
+    code: np.ndarray,
+    rep: np.ndarray,
+    pos: np.ndarray,
+    dup: np.ndarray,
+    shortest: np.ndarray,
+    longest: np.ndarray,
+) -> None:
+    n_users = offsets.shape[0] - 1
+    k1 = np.empty(cap, dtype=np.int64)  # sample table: label -> index
+    v1 = np.empty(cap, dtype=np.int64)
+    u1 = np.empty(cap, dtype=np.bool_)
+    k2a = np.empty(cap, dtype=np.int64)  # (sample index, item) -> first row
+    k2b = np.empty(cap, dtype=np.int64)
+    v2 = np.empty(cap, dtype=np.int64)
+    u2 = np.empty(cap, dtype=np.bool_)
+    k3 = np.empty(cap, dtype=np.int64)  # item -> first row of the user
+    v3 = np.empty(cap, dtype=np.int64)
+    u3 = np.empty(cap, dtype=np.bool_)
+    length = np.empty(cap, dtype=np.int64)
+    seen = np.empty(cap, dtype=np.int64)
+    for u in range(c * _CHUNK, min(n_users, (c + 1) * _CHUNK)):
+        lo = offsets[u]
+        hi = offsets[u + 1]
+        size = 2
+        while size < 2 * (hi - lo):
+            size *= 2
+        for s in range(size):
+            u1[s] = False
+            u2[s] = False
+            u3[s] = False
+        n_samples = 0
+        for r in range(lo, hi):  # samples in order of first appearance
+            s = _probe(k1[:size], k1[:size], u1[:size], sample[r], sample[r])
+            if not u1[s]:
+                u1[s] = True
+                k1[s] = sample[r]
+                v1[s] = n_samples
+                length[n_samples] = 0
+                n_samples += 1
+            code[r] = v1[s]
+            length[v1[s]] += 1
+        low = hi - lo
+        high = 0
+        for j in range(n_samples):
+            low = min(low, length[j])
+            high = max(high, length[j])
+            seen[j] = 0
+        shortest[u] = low
+        longest[u] = high
+        for r in range(lo, hi):
+            s = _probe(k2a[:size], k2b[:size], u2[:size], code[r], item[r])
+            if u2[s]:  # the item again in the same sample
+                dup[r] = True
+                dup[v2[s]] = True
+            else:
+                u2[s] = True
+                k2a[s] = code[r]
+                k2b[s] = item[r]
+                v2[s] = r
+            s = _probe(k3[:size], k3[:size], u3[:size], item[r], item[r])
+            if not u3[s]:
+                u3[s] = True
+                k3[s] = item[r]
+                v3[s] = r
+            rep[r] = v3[s]
+            if low == high:  # rows by sample, then input order
+                pos[r] = lo + code[r] * low + seen[code[r]]
+                seen[code[r]] += 1
+
+
+def sampled_lists(
+    offsets: np.ndarray, item: np.ndarray, sample: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Sampled rankings grouped by user (``item``, ``sample``: int64 keys, equal keys equal
+    ids): per row its sample's index in the user (order of first appearance), the row of the
+    user's first row of the same item, its place when the user's rows are ordered by sample
+    then input order (when every sample of the user has the same length), and whether its
+    item is twice in its sample; per user the shortest and longest sample:
+    ``(code, rep, pos, dup, shortest, longest)``. One hash table per user: linear time."""
+    n = item.shape[0]
+    n_users = offsets.shape[0] - 1
+    code = np.empty(n, dtype=np.int64)
+    rep = np.empty(n, dtype=np.int64)
+    pos = np.arange(n, dtype=np.int64)
+    dup = np.zeros(n, dtype=np.bool_)
+    shortest = np.zeros(n_users, dtype=np.int64)
+    longest = np.zeros(n_users, dtype=np.int64)
+    most = int(np.diff(offsets).max(initial=0))
+    cap = 2
+    while cap < 2 * most:
+        cap *= 2
+    args = (_frozen(offsets), _frozen(item), _frozen(sample), cap)
+    run_chunks(
+        _samples_chunk, _n_chunks(n_users, _CHUNK), *args, code, rep, pos, dup, shortest, longest
+    )
+    return code, rep, pos, dup, shortest, longest

@@ -19,12 +19,23 @@ last bit: each shard sends the expansion of its part, the driver rounds their un
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["CAP", "grow", "parts", "parts_weighted", "round_expansion", "total", "total_of"]
+__all__ = [
+    "CAP",
+    "grow",
+    "parts",
+    "parts_weighted",
+    "round_expansion",
+    "segment_parts",
+    "segment_totals",
+    "total",
+    "total_of",
+]
 
 # buffer length of one expansion: non-overlapping float64 partials span at most ~2100 bits,
 # so no more than ~40 are ever needed
@@ -181,3 +192,64 @@ def total(expansion: np.ndarray) -> float:
 def total_of(values: np.ndarray) -> float:
     """The exactly rounded sum of ``values`` (``math.fsum``, at kernel speed)."""
     return total(parts(values))
+
+
+@njit(cache=True, nogil=True)
+def _segment_parts(
+    values: np.ndarray, seg: np.ndarray, n_seg: int
+) -> tuple[np.ndarray, np.ndarray]:
+    counts = np.zeros(n_seg + 1, dtype=np.int64)
+    for r in range(values.shape[0]):
+        if values[r] != 0.0:
+            counts[seg[r] + 1] += 1
+    starts = np.cumsum(counts)  # segment s: starts[s]..starts[s + 1] (a counting sort)
+    grouped = np.empty(starts[-1], dtype=np.float64)
+    fill = starts[:-1].copy()
+    for r in range(values.shape[0]):
+        if values[r] != 0.0:
+            grouped[fill[seg[r]]] = values[r]
+            fill[seg[r]] += 1
+    room = np.zeros(n_seg + 1, dtype=np.int64)  # an expansion never outgrows its inputs
+    for s in range(n_seg):
+        room[s + 1] = room[s] + min(starts[s + 1] - starts[s], CAP)
+    buf = np.empty(room[-1], dtype=np.float64)
+    off = np.zeros(n_seg + 1, dtype=np.int64)
+    for s in range(n_seg):
+        partials = buf[room[s] : room[s + 1]]
+        n = 0
+        for r in range(starts[s], starts[s + 1]):
+            n = grow(partials, n, grouped[r])
+        off[s + 1] = off[s] + n
+    flat = np.empty(off[-1], dtype=np.float64)
+    for s in range(n_seg):
+        flat[off[s] : off[s + 1]] = buf[room[s] : room[s] + off[s + 1] - off[s]]
+    return flat, off
+
+
+def segment_parts(values: np.ndarray, seg: np.ndarray, n_seg: int) -> tuple[np.ndarray, np.ndarray]:
+    """The expansion of each segment's sum: ``values[r]`` belongs to segment ``seg[r]`` (in
+    ``0..n_seg - 1``); returns ``(flat, off)``, segment ``s``'s partials at
+    ``flat[off[s]:off[s + 1]]`` (as :func:`grow` leaves them). Finite values only. A linear
+    pass (a counting sort by segment): the per-group sums of a global state, merged exactly by
+    calling it again on the concatenated partials of two states."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    s = np.ascontiguousarray(seg, dtype=np.int64)
+    kernel: Any = _segment_parts
+    return kernel(v, s, int(n_seg))  # type: ignore[no-any-return]
+
+
+@njit(cache=True, nogil=True)
+def _segment_totals(flat: np.ndarray, off: np.ndarray) -> np.ndarray:
+    n_seg = off.shape[0] - 1
+    out = np.empty(n_seg, dtype=np.float64)
+    for s in range(n_seg):
+        out[s] = round_expansion(flat[off[s] : off[s + 1]], off[s + 1] - off[s])
+    return out
+
+
+def segment_totals(flat: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """The exactly rounded sum of each segment of :func:`segment_parts`."""
+    kernel: Any = _segment_totals
+    return kernel(  # type: ignore[no-any-return]
+        np.ascontiguousarray(flat, dtype=np.float64), np.ascontiguousarray(off, dtype=np.int64)
+    )

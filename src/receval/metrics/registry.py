@@ -1361,6 +1361,13 @@ _PATIENCE = Param(
     "fraction",
     "attention of position j is patience^(j - 1) (the rank-biased precision browsing model)",
 )
+_ATTENTION = Param(
+    "attention",
+    "geometric",
+    "choice",
+    "attention of position j: geometric = patience^(j - 1), log = 1 / log2(j + 1)",
+    choices=("geometric", "log"),
+)
 _NONNEG = frozenset({"nonnegative", "order_invariant"})
 
 MISCALIBRATION = _beyond(
@@ -1459,13 +1466,7 @@ AWRF = _beyond(
     "1 / log2(j + 1); p* = the groups' shares of the catalog, or uniform",
     params=(
         _BY,
-        Param(
-            "attention",
-            "geometric",
-            "choice",
-            "attention of position j: geometric = patience^(j - 1), log = 1 / log2(j + 1)",
-            choices=("geometric", "log"),
-        ),
+        _ATTENTION,
         _PATIENCE,
         Param(
             "target",
@@ -1547,5 +1548,124 @@ GROUP_SHARE = _beyond(
     aliases=("group_exposure_share",),
     references=("Abdollahpouri et al., Managing popularity bias (FLAIRS 2019)",),
     variants="long_tail@K is group_share with the head/tail split of train as the group",
+    needs_items=True,
+)
+
+
+# ----------------------------------------------- exposure fairness over every list (global)
+# One value over all the lists: each group's exposure is the attention its items get, summed
+# over every user's list (docs/fairness.md, "Exposure of groups over every list"). E_g sums
+# a_j p(g|i_j) over the positions j of every list, a_j as in awrf, p(g|i) = 1 / |groups(i)|;
+# n_g = sum_i p(g|i) over the catalog items; U = the number of lists (recs users).
+
+_GROUP = Param(
+    "group", None, "word", "the group (a value of the `by` column) whose exposure is taken"
+)
+_REFERENCE = Param(
+    "reference",
+    None,
+    "word",
+    "the group compared with `group`; default: the items of every other group together",
+)
+_GROUP_EXPOSURE_PARAMS = (_BY, _ATTENTION, _PATIENCE)
+_SINGH = "Singh & Joachims, Fairness of exposure in rankings (KDD 2018)"
+
+EXPOSURE_SHARE = _beyond(
+    "exposure_share",
+    "Share of all the attention in the lists that goes to the items of one group (items "
+    "without a group left out of the total, counted in details).",
+    "E_g / sum_h E_h",
+    params=(_BY, _GROUP, _ATTENTION, _PATIENCE),
+    references=(
+        _SINGH,
+        "Sapiezynski et al., Quantifying the impact of user attention on fair group "
+        "representation in ranked lists (WWW 2019 Companion)",
+    ),
+    variants=(
+        "group_share is the unweighted, per-list counterpart (each list's share, averaged "
+        "over users)"
+    ),
+    aggregation="global",
+    needs_items=True,
+    ties_past_cutoff=True,
+)
+EXPOSURE_DISPARITY = _beyond(
+    "exposure_disparity",
+    "Demographic-parity ratio of exposure: the attention per item of `group` over the "
+    "attention per item of `reference` (1 = parity; above 1, `group`'s items get more).",
+    "(E_g / n_g) / (E_r / n_r), r = reference (default: every other group together)",
+    params=(_BY, _GROUP, _REFERENCE, _ATTENTION, _PATIENCE),
+    aliases=("exposure_ratio", "demographic_parity_ratio"),
+    bounds=(0.0, math.inf),
+    references=(_SINGH,),
+    variants=(
+        "exposure_gap is the difference of the two sides of Singh & Joachims' constraint "
+        "(per list); the ratio is the form of their disparate treatment and impact ratios "
+        "with merit 1"
+    ),
+    properties=_NONNEG,
+    aggregation="global",
+    needs_items=True,
+    ties_past_cutoff=True,
+)
+EXPOSURE_GAP = _beyond(
+    "exposure_gap",
+    "Demographic-parity difference of exposure: the mean attention per item and list of "
+    "`group` minus that of `reference` (0 = parity).",
+    "E_g / (n_g U) - E_r / (n_r U), r = reference (default: every other group together)",
+    params=(_BY, _GROUP, _REFERENCE, _ATTENTION, _PATIENCE),
+    aliases=("exposure_difference", "demographic_parity_difference"),
+    bounds=(-1.0, 1.0),
+    references=(
+        _SINGH,
+        "Morik et al., Controlling fairness and bias in dynamic learning-to-rank (SIGIR 2020)",
+    ),
+    variants=(
+        "Morik et al.'s exposure disparity D_E with merit 1 for every item; exposure_disparity "
+        "is the ratio"
+    ),
+    properties=frozenset({"order_invariant"}),
+    aggregation="global",
+    needs_items=True,
+    ties_past_cutoff=True,
+)
+EXPOSURE_GINI = _beyond(
+    "exposure_gini",
+    "Gini index of the groups' exposure over every group of the `by` column, zeros included "
+    "(0 = equal exposure): the group counterpart of gini.",
+    "sum_g (2g - G - 1) x_(g) / (G sum x), x = E ascending, G = number of groups",
+    params=_GROUP_EXPOSURE_PARAMS,
+    aliases=("group_gini",),
+    higher_is_better=False,
+    references=("RecBole GiniIndex (the index over items; here over groups)",),
+    variants="gini@K is the same index over items, exposure counted without attention",
+    aggregation="global",
+    needs_items=True,
+    ties_past_cutoff=True,
+)
+EXPOSURE_ENTROPY = _beyond(
+    "exposure_entropy",
+    "Shannon entropy (bits) of the groups' shares of exposure: the group counterpart of entropy.",
+    "-sum_g s_g log2 s_g, s_g = E_g / sum_h E_h",
+    params=_GROUP_EXPOSURE_PARAMS,
+    aliases=("group_entropy",),
+    bounds=(0.0, math.inf),
+    references=("Shani & Gunawardana, Evaluating recommendation systems (2011)",),
+    variants="entropy@K is the same over items, exposure counted without attention",
+    properties=_NONNEG,
+    aggregation="global",
+    needs_items=True,
+    ties_past_cutoff=True,
+)
+GROUP_COVERAGE = _beyond(
+    "group_coverage",
+    "Share of the groups of the `by` column with an item in at least one top-K list: the "
+    "group counterpart of coverage.",
+    "|{g : some i in union_u L@K has g in groups(i)}| / G",
+    params=(_BY,),
+    aliases=("provider_coverage",),
+    references=("Ge et al., Beyond accuracy (RecSys 2010), catalog coverage over groups",),
+    variants="coverage@K is the same over items",
+    aggregation="global",
     needs_items=True,
 )
