@@ -24,7 +24,7 @@ from receval.engines.model import evaluate_model, is_model, parse_memory
 from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
 from receval.engines.spark import _evaluate_spark, check_spark_options, is_spark_frame
-from receval.engines.stream import evaluate_stream
+from receval.engines.stream import SortedArg, evaluate_stream
 from receval.families.beyond import check_sampled_metrics
 from receval.families.contract import NoRecsPolicy, Options, TiesPolicy
 from receval.metrics.registry import Metric, parse_metrics
@@ -62,6 +62,7 @@ def evaluate(
     exclude: Any = None,
     candidates: Any = None,
     block_memory: int | str = "256MiB",
+    sorted_by_user: SortedArg = "auto",
     excluded_truth: Literal["drop", "raise"] = "drop",
     progress: bool = False,
     segments: Any = None,
@@ -168,6 +169,13 @@ def evaluate(
         With a model: the memory for one block of scores (users x items), in bytes or as text
         (``"256MiB"``, ``"2GB"``); the score matrix is never held whole. With
         ``engine="stream"``: the memory for one block of rows (about 200 bytes a row).
+    sorted_by_user:
+        ``engine="stream"`` with Parquet files: ``"auto"`` reads files whose metadata says
+        they are sorted by user (``sorting_columns``, or row groups whose user ranges follow
+        one another) in order, in batches, without the partition pass, checking the order as
+        it reads and falling back to the partition pass at the first row out of order;
+        ``True`` reads them in order and raises at a row out of order; ``False`` always
+        cuts the users into blocks by hash (docs/streaming.md). The Result is the same.
     excluded_truth:
         ``"drop"`` (default) or ``"raise"``: see ``exclude``.
     progress:
@@ -220,6 +228,15 @@ def evaluate(
     if segments is not None:
         return _with_segments(dict(locals()))  # every argument, as given
     check_choice("engine", engine, get_args(Engine))
+    if sorted_by_user not in (True, False, "auto") or not isinstance(sorted_by_user, bool | str):
+        msg = f"sorted_by_user must be 'auto', True or False; got {sorted_by_user!r}."
+        raise InputError(msg)
+    if sorted_by_user != "auto" and engine != "stream":
+        msg = (
+            f"sorted_by_user={sorted_by_user!r} applies to engine='stream' (files read in "
+            f"blocks of users); got engine={engine!r}."
+        )
+        raise InputError(msg)
     use_spark = engine == "spark" or (
         engine == "auto" and any(map(is_spark_frame, (truth, recs, train, items)))
     )
@@ -276,7 +293,10 @@ def evaluate(
         )
         raise InputError(msg)
     if engine == "stream":
-        return evaluate_stream(truth, recs, plan, options, block_bytes=parse_memory(block_memory))
+        return evaluate_stream(
+            truth, recs, plan, options, block_bytes=parse_memory(block_memory),
+            sorted_by_user=sorted_by_user,
+        )  # fmt: skip
     return evaluate_local(truth, recs, plan, options)
 
 

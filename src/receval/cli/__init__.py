@@ -113,6 +113,17 @@ class Engine(StrEnum):
     stream = "stream"
 
 
+class SortedByUser(StrEnum):
+    """--sorted-by-user: read Parquet files sorted by user in order (--engine stream)."""
+
+    auto = "auto"
+    true = "true"
+    false = "false"
+
+
+_SORTED = {"auto": "auto", "true": True, "false": False}
+
+
 class ExcludedTruth(StrEnum):
     """What happens to truth rows that --exclude removes from a user's candidates."""
 
@@ -291,6 +302,15 @@ def evaluate_cmd(
             "users of --block-memory each); same results."
         ),
     ] = Engine.local,
+    sorted_by_user: Annotated[
+        SortedByUser | None,
+        typer.Option(
+            help="--engine stream with Parquet files: auto reads files whose footer says they "
+            "are sorted by user in order, without the partition pass (checked as read; "
+            "unsorted rows fall back to it); true always reads in order and fails on a row out "
+            "of order; false always partitions \\[default: auto]."
+        ),
+    ] = None,
     spark_master: Annotated[
         str | None,
         typer.Option(
@@ -320,6 +340,7 @@ def evaluate_cmd(
         "candidates": candidates, "block_memory": block_memory, "device": device,
         "excluded_truth": excluded_truth.value if excluded_truth else None,
         "sampling": sampling, "sample_col": sample_col,
+        "sorted_by_user": _SORTED[sorted_by_user.value] if sorted_by_user else None,
     }  # fmt: skip
     flags.update(
         evaluate_options(

@@ -24,7 +24,9 @@ Example ``eval.toml``::
 A factor model instead of ``recs`` (``receval evaluate --user-factors ...``): the keys
 ``user_factors``, ``item_factors``, ``user_ids``, ``item_ids``, ``similarity``, ``device``,
 ``exclude``, ``candidates``, ``block_memory`` (``"256MiB"`` or a number of bytes) and
-``excluded_truth``.
+``excluded_truth``. ``sorted_by_user`` (``true``, ``false`` or ``"auto"``): with
+``--engine stream``, whether Parquet files sorted by user are read in order
+(docs/streaming.md).
 ``segments``: a segmentation or a list of them (docs/segments.md): built-in names, truth
 columns, or segment files (relative to the config file, like every path).
 ``receval topk --config`` reads those (less ``excluded_truth``) plus ``k``, ``users``,
@@ -72,7 +74,7 @@ CONFIG_KEYS = (
     "truth", "recs", "per_user", "train", "items", "metrics", "user_col", "item_col",
     "score_col", "rank_col", "relevance_col", "ties", "no_recs", "format", "id_type",
     "relevance_threshold", "item_features", "rating_range", "input_format", "columns", *_MODEL,
-    "excluded_truth", "segments", "sampling", "sample_col",
+    "excluded_truth", "segments", "sampling", "sample_col", "sorted_by_user",
 )  # fmt: skip
 """The keys of ``receval evaluate --config``."""
 
@@ -80,7 +82,7 @@ CONFIG_KEYS = (
 _EVALUATE_OPTIONS = tuple(
     k for k in CONFIG_KEYS
     if k not in ("recs", "per_user", "format", *_MODEL, "excluded_truth", "sampling",
-                 "sample_col")
+                 "sample_col", "sorted_by_user")
 )  # fmt: skip
 _NUMBERS = ("relevance_threshold", "alpha", "confidence", "fraction", "validation_fraction")
 _INTEGERS = ("n_resamples", "n_permutations", "seed", "k", "min_user_interactions",
@@ -209,6 +211,11 @@ def _check(source: Path, key: str, value: Any) -> Any:
         return value
     if key == "correction" and value is None:  # JSON null: no correction
         return "none"
+    if key == "sorted_by_user":  # --engine stream: true, false or "auto"
+        if value not in (True, False, "auto") or not isinstance(value, bool | str):
+            msg = f'{where} must be true, false or "auto"; got {value!r}.'
+            raise InputError(msg)
+        return value
     if key == "curves":
         if not isinstance(value, bool):
             msg = f"{where} must be true or false; got {value!r}."

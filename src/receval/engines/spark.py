@@ -405,8 +405,16 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
         recs = rows.filter(pl.col("__side") == 1).select(
             *[pl.col(k).alias(v) for k, v in names.items()], pl.col("__v").alias(spec.order_col)
         )
+        if truth.height == 0 and recs.height == 0:
+            return  # train rows of users without truth or recs: nothing to evaluate
+        shard_spec = spec
+        if spec.context.history is not None:  # this shard's users' train pairs (side 2)
+            history = rows.filter(pl.col("__side") == 2).select(
+                *[pl.col(k).alias(v) for k, v in names.items()]
+            )
+            shard_spec = replace(spec, context=replace(spec.context, history=history))
         try:
-            out = run_shard(spec, truth, recs)
+            out = run_shard(shard_spec, truth, recs)
         except RecevalError as exc:  # marked, so the driver raises it again as itself
             raise RuntimeError(f"[receval:{type(exc).__name__}]{exc}[/receval]") from None
         yield from _output_batches(spec, out, user_type, n_metrics)
@@ -626,6 +634,13 @@ def _evaluate_spark(
             )
         )
     )
+    if context.history is not None:  # each shard gets its own users' train pairs
+        pairs = _history_rows(spark, train, user_type, item_type, kinds, inputs, user_col, item_col)
+        rows = rows.unionByName(
+            pairs.withColumn("__v", F.lit(None).cast("double"))
+            .withColumn("__side", F.lit(2).cast("tinyint"))
+            .withColumn("__row", F.monotonically_increasing_id())
+        )
     if not partitions:
         partitions = _default_partitions(spark, t, r)
     shuffled = rows.repartition(partitions, "__u")
@@ -835,17 +850,55 @@ def _spark_sources(
         return [_collect_polars(union)["__i"].cast(kind)]
 
     def history(train: Any) -> pl.DataFrame:
-        """train's distinct pairs, collected to the driver and sent to every executor with
-        the shard spec (the metrics that read each user's train items need them)."""
-        if not is_spark_frame(train):
-            local = B.read_train(train, user_col, item_col, kind, kinds)
-            assert local is not None
-            return local
-        own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
-        pairs = _collect_polars(_spark_train(train, own_user, own_item, item_type, kinds))
-        return pairs.select(pl.col("__u").alias(user_col), pl.col("__i").cast(kind).alias(item_col))
+        """No row: each shard's users' train pairs travel with its rows (side 2 of the
+        frame the shards read, :func:`_history_rows`), never through the driver; this empty
+        frame marks that the shards need them."""
+        user_type = _empty_like(t.select("__u")).schema["__u"]
+        return pl.DataFrame(schema={user_col: user_type, item_col: kind})
 
     return Sources(user_col, item_col, kind, truth_range, popularity, items, item_ids, history)
+
+
+def _history_rows(
+    spark: Any,
+    train: Any,
+    user_type: Any,
+    item_type: Any,
+    kinds: dict[str, IdType],
+    inputs: Inputs,
+    user_col: str,
+    item_col: str,
+) -> Any:
+    """Train's distinct (user, item) pairs as a Spark frame ``__u, __i`` in the types of truth
+    and recs' ``__u, __i`` columns, so that a user's pairs hash to its shard: a Spark train is
+    checked and cast as :func:`_spark_train` does; a local train (read on the driver) becomes
+    a Spark frame. Users compare as the local engine compares them
+    (:func:`~receval.families.beyond.join_key_type`): integers as integers; text against
+    integer users as text, so a train user such as ``"007"``, whose text is not an integer's
+    decimal text, matches no user and is left out."""
+    from pyspark.sql import functions as F
+
+    kind = pl.String if item_type == pl.String else pl.Int64
+    if is_spark_frame(train):
+        own_user, own_item = inputs.columns["train"]
+        pairs = _spark_train(train, own_user, own_item, item_type, kinds)
+        found = _empty_like(pairs).schema["__u"]
+    else:
+        local = B.read_train(train, user_col, item_col, kind, kinds)
+        assert local is not None
+        found = local.schema[user_col]
+        pairs = spark.createDataFrame(
+            local.select(pl.col(user_col).alias("__u"), pl.col(item_col).alias("__i")).to_arrow()
+        )
+    u_type, i_type = _spark_type(user_type), _spark_type(item_type)
+    user = F.col("__u")
+    if join_key_type(user_type, found) == pl.Int64 or user_type == pl.String:
+        typed = user.cast(u_type)
+    else:  # integer users, text train users: only the decimal text of an integer can match
+        as_int = user.try_cast("bigint")
+        pairs = pairs.filter(as_int.isNotNull() & (as_int.cast("string") == user))
+        typed = as_int.cast(u_type)
+    return pairs.select(typed.alias("__u"), F.col("__i").cast(i_type).alias("__i"))
 
 
 def _spark_train(

@@ -18,10 +18,12 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from receval._errors import InputError
 from receval.data.io import Inputs, Role, check_exists, format_of
@@ -45,9 +47,11 @@ from receval.families.contract import (
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
 
-__all__ = ["Evaluator", "evaluate_stream"]
+__all__ = ["Evaluator", "SortedArg", "evaluate_stream"]
 
 _SHOW = 5
+
+SortedArg = bool | Literal["auto"]
 
 
 def _as_numpy(values: Any) -> np.ndarray:
@@ -398,9 +402,11 @@ class Evaluator:
         if not has and user_col in t.columns and item_col in t.columns:
             t = t.select(user_col, item_col).with_columns(pl.lit(1.0).alias(rel))
         kinds = {user_col: self._kinds["user"], item_col: self._kinds["item"]}
-        if all(c in t.columns for c in (user_col, item_col)) and t.height:
+        # an empty side too: a block without recs rows must not keep integer ids beside
+        # truth's text ids (id_type="str")
+        if all(c in t.columns for c in (user_col, item_col)):
             t = cast_ids(t, "truth", kinds)
-        if all(c in r.columns for c in (user_col, item_col)) and r.height:
+        if all(c in r.columns for c in (user_col, item_col)):
             r = cast_ids(r, "recs", kinds)
         return t, r
 
@@ -672,28 +678,48 @@ def _bucket_key(t_type: pl.DataType, r_type: pl.DataType, user_col: str, kind: s
 
 
 def evaluate_stream(
-    truth: Any, recs: Any, plan: tuple[Metric, ...], options: Options, *, block_bytes: int
+    truth: Any,
+    recs: Any,
+    plan: tuple[Metric, ...],
+    options: Options,
+    *,
+    block_bytes: int,
+    sorted_by_user: SortedArg = "auto",
 ) -> Result:
     """:func:`receval.evaluate` with ``engine="stream"``: the users are cut into blocks that
     each fit in ``block_bytes`` (about 200 bytes a row), each block evaluated by an
     :class:`Evaluator`.
 
-    Files (Parquet, CSV, TSV) are never read whole: one streaming pass of Polars writes each
-    input's rows into one Parquet file per block of users (hashed user ids; rows keep their
-    order, so ``ties="first"`` is unchanged) in a temporary directory (``TMPDIR``; as large
-    as the inputs), then the blocks are read back one at a time.
+    Parquet files sorted by user (``sorted_by_user=True``, or ``"auto"`` when their metadata
+    says so: ``sorting_columns``, else row groups whose user ranges do not overlap) are read
+    in order, in batches, truth and recs in lock-step by user (:func:`_sorted_blocks`); each
+    batch is checked on the fly, and at the first row out of order ``"auto"`` starts again
+    with the partition pass below (``True`` raises), so the Result never depends on the guess.
+
+    Otherwise, files (Parquet, CSV, TSV) are never read whole: one streaming pass of Polars
+    writes each input's rows into one Parquet file per block of users (hashed user ids; rows
+    keep their order, so ``ties="first"`` is unchanged) in a temporary directory (``TMPDIR``;
+    as large as the inputs), then the blocks are read back one at a time.
     """
     inputs, kinds = options.inputs, options.kinds
-    user_col, item_col = inputs.user_col, inputs.item_col
+    user_col = inputs.user_col
     t_lf, t_file = _lazy(truth, "truth", inputs, options.relevance_name)
     r_lf, r_file = _lazy(recs, "recs", inputs, options.order_col)
     # the blocks come read, with truth's names; train and items keep their own
     read = Inputs(
-        {**inputs.columns, "truth": (user_col, item_col), "recs": (user_col, item_col)},
+        {
+            **inputs.columns,
+            "truth": (user_col, inputs.item_col),
+            "recs": (user_col, inputs.item_col),
+        },
         {**inputs.formats, "truth": None, "recs": None},
     )
-    ev = Evaluator._of(plan, replace(options, inputs=read))
-    ev._check_users = False  # the blocks below hold disjoint users by construction
+
+    def evaluator() -> Evaluator:
+        ev = Evaluator._of(plan, replace(options, inputs=read))
+        ev._check_users = False  # the blocks below hold disjoint users by construction
+        return ev
+
     t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
     for schema, role in ((t_schema, "truth"), (r_schema, "recs")):
         if user_col not in schema:
@@ -701,6 +727,23 @@ def evaluate_stream(
             raise InputError(msg)
     rows = sum(int(lf.select(pl.len()).collect().item()) for lf in (t_lf, r_lf))
     n_blocks = max(1, -(-rows * _BYTES_PER_ROW // block_bytes))
+    half = max(1, block_bytes // _BYTES_PER_ROW // 2)  # rows each sorted side buffers
+    sides = _sorted_sides(
+        truth, recs, inputs, t_schema, r_schema, kinds["user"], sorted_by_user, half
+    )
+    if sides is not None and (sorted_by_user is True or n_blocks > 1):
+        ev = evaluator()
+        try:
+            for t, r in _sorted_blocks(*sides, half):
+                ev.update(t, r)
+            return ev.compute()
+        except _Unsorted as exc:
+            if sorted_by_user is True:
+                msg = f"sorted_by_user=True: {exc}; sort the file by user or pass 'auto'."
+                raise InputError(msg) from None
+        except _NotSortable:
+            pass  # the partition pass reads it (and its checks name what is wrong)
+    ev = evaluator()
     if n_blocks == 1 or not (t_file or r_file):
         for t, r in _whole(t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"]):
             ev.update(t, r)
@@ -726,6 +769,216 @@ def evaluate_stream(
             if t.height or r.height:
                 ev.update(t, r)
     return ev.compute()
+
+
+# ------------------------------------------------------------- Parquet files sorted by user
+
+
+class _Unsorted(Exception):
+    """A sorted file's rows are out of user order (the message names the rows)."""
+
+
+class _NotSortable(Exception):
+    """A row whose user cannot be ordered (a null, or not an integer under id_type='int'):
+    the partition pass reads the file and its checks raise the usual error."""
+
+
+_BATCH_ROWS = 1 << 16  # the most rows read from a file at once
+
+
+def _sort_key(t_type: pl.DataType, r_type: pl.DataType, kind: str) -> type[pl.DataType] | None:
+    """The type in which both files' user ids are compared (the order the files are sorted
+    in, and one value per user after ``id_type``), or None when there is none: integers
+    compare as Int64 (also under ``id_type="str"``: the decimal text of distinct integers is
+    distinct), text as String unless ``id_type="int"`` asks for integers."""
+    if kind == "int" or (t_type.is_integer() and r_type.is_integer()):
+        return pl.Int64
+    if t_type == pl.String and r_type == pl.String:
+        return pl.String
+    return None
+
+
+def _metadata_sorted(path: Path, column: str) -> bool:
+    """Whether the Parquet footer says the rows are sorted by ``column``: a ``sorting_columns``
+    entry ascending on it in every row group, else min/max statistics in every row group
+    whose ranges follow one another (within a row group the batches are checked as read)."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+    except (OSError, pa.ArrowException):
+        return False
+    names = [meta.schema.column(i).path for i in range(meta.num_columns)]
+    if column not in names or meta.num_row_groups == 0:
+        return False
+    index = names.index(column)
+    groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+    declared = [getattr(g, "sorting_columns", None) or () for g in groups]
+    if all(d and d[0].column_index == index and not d[0].descending for d in declared):
+        return True
+    last: Any = None
+    for group in groups:
+        stats = group.column(index).statistics
+        if stats is None or not stats.has_min_max or stats.null_count:
+            return False
+        try:
+            if last is not None and stats.min < last:
+                return False
+        except TypeError:
+            return False
+        last = stats.max
+    return True
+
+
+class _SortedSide:
+    """One Parquet file read in batches, rows checked to be non-decreasing in user, held in
+    a buffer until a block takes them."""
+
+    def __init__(
+        self, path: Path, role: str, user_col: str, renames: dict[str, str], schema: pl.Schema,
+        key: pl.Expr, batch_rows: int,
+    ) -> None:  # fmt: skip
+        self.role = role
+        self.user_col = user_col
+        self.renames = renames
+        self.schema = schema
+        self.key = key
+        self.batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
+        self.frames: list[pl.DataFrame] = []
+        self.rows = 0  # rows in the buffer
+        self.read = 0  # rows read from the file
+        self.first: Any = None  # the buffer's first and last user (the key)
+        self.last: Any = None
+        self.done = False
+
+    def fill(self, target: int) -> None:
+        """Read until the buffer holds ``target`` rows and more than one user (or the file
+        ends): then the rows below its last user are whole users."""
+        while not self.done and (self.rows < target or self.first == self.last):
+            batch = next(self.batches, None)
+            if batch is None:
+                self.done = True
+                return
+            frame = pl.from_arrow(batch)
+            assert isinstance(frame, pl.DataFrame)
+            if self.renames:
+                frame = frame.rename(self.renames, strict=False)
+            try:  # the types Polars' own reader gives (the partition pass reads with it)
+                frame = frame.cast(dict(self.schema), strict=True)  # type: ignore[arg-type]
+                keys = frame.select(self.key.alias("__key")).to_series()
+            except pl.exceptions.PolarsError as exc:
+                raise _NotSortable from exc
+            if keys.null_count():
+                raise _NotSortable
+            self._check(keys, frame)
+            if keys.len():
+                if self.first is None or not self.rows:
+                    self.first = keys[0]
+                self.last = keys[-1]
+                self.frames.append(frame.with_columns(keys))
+                self.rows += frame.height
+            self.read += frame.height
+
+    def _check(self, keys: pl.Series, frame: pl.DataFrame) -> None:
+        """Raise :class:`_Unsorted` at the batch's first user below the one before it."""
+        if keys.len() == 0:
+            return
+        user = self.user_col
+        if self.last is not None and self.read and keys[0] < self.last:
+            at = 0
+            before: Any = self.last
+        else:
+            down = (keys < keys.shift(1)).arg_true()
+            if down.len() == 0:
+                return
+            at = int(down[0])
+            before = frame[user][at - 1]
+        msg = (
+            f"{self.role} is not sorted by user: row {self.read + at} has user "
+            f"{frame[user][at]!r}, after user {before!r} in the row before"
+        )
+        raise _Unsorted(msg)
+
+    def take(self, bound: Any) -> pl.DataFrame:
+        """The buffer's rows whose user is below ``bound`` (all of them for None)."""
+        if not self.frames:
+            return pl.DataFrame(schema=self.schema)
+        buffer = pl.concat(self.frames) if len(self.frames) > 1 else self.frames[0]
+        cut = buffer.height if bound is None else int(buffer["__key"].search_sorted(bound))
+        rest = buffer.slice(cut)
+        self.frames = [rest] if rest.height else []
+        self.rows = rest.height
+        self.first = rest["__key"][0] if rest.height else None
+        return buffer.slice(0, cut).drop("__key")
+
+
+def _sorted_sides(
+    truth: Any, recs: Any, inputs: Inputs, t_schema: pl.Schema, r_schema: pl.Schema, kind: str,
+    sorted_by_user: SortedArg, half: int,
+) -> tuple[_SortedSide, _SortedSide] | None:  # fmt: skip
+    """Readers of truth and recs in user order, or None when the sorted path does not apply
+    (not two Parquet files, ``sorted_by_user=False``, ids of no common order, or with
+    ``"auto"`` metadata that does not say sorted)."""
+    if sorted_by_user is False:
+        return None
+    user_col = inputs.user_col
+    paths: list[Path] = []
+    roles: tuple[Role, Role] = ("truth", "recs")
+    for data, role in zip((truth, recs), roles, strict=True):
+        fmt = None
+        if isinstance(data, str | os.PathLike):
+            fmt = format_of(Path(data), role, inputs.formats[role])
+        if fmt != "parquet":
+            if sorted_by_user is True:
+                msg = (
+                    f"sorted_by_user=True reads Parquet files in order; {role} is "
+                    f"{fmt or type(data).__name__}: pass sorted_by_user='auto' (or False)."
+                )
+                raise InputError(msg)
+            return None
+        paths.append(Path(data))
+    key_type = _sort_key(t_schema[user_col], r_schema[user_col], kind)
+    if key_type is None:
+        if sorted_by_user is True:
+            msg = (
+                f"sorted_by_user=True: the user ids of truth ({t_schema[user_col]}) and recs "
+                f"({r_schema[user_col]}) have no common order; give both integer or text ids."
+            )
+            raise InputError(msg)
+        return None
+    sources = {"truth": inputs.columns["truth"][0], "recs": inputs.columns["recs"][0]}
+    if sorted_by_user == "auto" and not all(
+        _metadata_sorted(p, sources[role]) for p, role in zip(paths, sources, strict=True)
+    ):
+        return None
+    key = pl.col(user_col).cast(key_type, strict=False)
+    batch = max(1, min(_BATCH_ROWS, half))
+    sides = []
+    for path, role, schema in zip(paths, roles, (t_schema, r_schema), strict=True):
+        own = inputs.columns[role]
+        canonical = inputs.columns["truth"]
+        renames = {s: d for s, d in ((own[0], canonical[0]), (own[1], canonical[1])) if s != d}
+        sides.append(_SortedSide(path, role, user_col, renames, schema, key, batch))
+    return sides[0], sides[1]
+
+
+def _sorted_blocks(
+    t: _SortedSide, r: _SortedSide, half: int
+) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Blocks of whole users from two files sorted by user: each side buffers about ``half``
+    rows; the block takes both sides' rows below the smaller of the last users still being
+    read (a user's rows are then all in the buffers), and the rest waits for the next."""
+    while True:
+        t.fill(half)
+        r.fill(half)
+        live = [side.last for side in (t, r) if not side.done]
+        if not live:
+            t_rows, r_rows = t.take(None), r.take(None)
+            if t_rows.height or r_rows.height:
+                yield t_rows, r_rows
+            return
+        bound = min(live)
+        t_rows, r_rows = t.take(bound), r.take(bound)
+        if t_rows.height or r_rows.height:
+            yield t_rows, r_rows
 
 
 def _read_block(folder: Path, schema: pl.Schema) -> pl.DataFrame:
