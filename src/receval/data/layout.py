@@ -363,8 +363,10 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
     Users who each come in one run of rows keep the input's order of users (no row moves);
     otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
     are grouped by a stable counting sort of dense user codes (:func:`user_codes`,
-    :func:`receval.kernels.grouping.counting_sort`): the same rows, users and order as a
-    stable sort by the user column, without the comparison sort.
+    :func:`receval.kernels.grouping.counting_sort`), or, for integer ids in a range of at most
+    2^24 that are not in long runs, by a two-pass radix grouping of ``id - low`` itself
+    (:func:`receval.kernels.grouping.radix_group`: no codes): the same rows, users and order
+    as a stable sort by the user column, without the comparison sort.
     """
     users = frame[user_col]
     n = users.len()
@@ -379,12 +381,51 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
             return Grouped(frame, run_users.alias(user_col), run_off)
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        codes, keys = user_codes(users, bits=bits)
+        radix = _radix_grouped(users, bits)
+        if radix is not None:  # integer ids in a small range: no codes
+            keys, offsets, order = radix
+        else:
+            codes, keys = user_codes(users, bits=bits)
         if keys.len() == n_runs:
             run_off = G.run_offsets(runs, n_runs)
             return Grouped(frame, users.gather(run_off[:-1]).alias(user_col), run_off)
+        if radix is not None:
+            return Grouped(frame, keys.alias(user_col), offsets, order)
     offsets, order = G.counting_sort(codes, keys.len())
     return Grouped(frame, keys.alias(user_col), offsets, order)
+
+
+def _radix_grouped(
+    ids: pl.Series, bits: np.ndarray | None
+) -> tuple[pl.Series, np.ndarray, np.ndarray] | None:
+    """Integer ids in a small range (as :func:`user_codes` codes through a table), grouped
+    by :func:`receval.kernels.grouping.radix_group` on ``id - low`` itself: ``(keys, offsets,
+    order)`` as :func:`group_by_user` needs them (the distinct ids ascending); None for other
+    ids."""
+    n = ids.len()
+    if bits is None or n == 0 or n >= 1 << 32:
+        return None
+    low, high = ids.min(), ids.max()
+    assert isinstance(low, int) and isinstance(high, int)
+    size = high - low + 1
+    if size > min(1 << G.RADIX_MAX_BITS, 2 * n + (1 << 20) + 1):
+        return None
+    full, order = G.radix_group(bits, _low_bits(low), size)
+    found = np.flatnonzero(full[1:] != full[:-1])
+    offsets = np.append(full[found], np.int64(n))
+    return _range_keys(ids, found, low), offsets, order
+
+
+def _low_bits(low: int) -> int:
+    """The smallest id as the int64 that :func:`_int_bits` gives it."""
+    return int(np.array([low], dtype=np.uint64 if low >= 0 else np.int64).view(np.int64)[0])
+
+
+def _range_keys(ids: pl.Series, found: np.ndarray, low: int) -> pl.Series:
+    """The ids ``low + found`` (``found``: ascending offsets), with the type of ``ids``."""
+    if ids.dtype == pl.UInt64:
+        return pl.Series(ids.name, found.astype(np.uint64) + np.uint64(low))
+    return pl.Series(ids.name, found + low, dtype=pl.Int64).cast(ids.dtype)
 
 
 def sort_by_user(frame: pl.DataFrame, user_col: str, row_col: str) -> pl.DataFrame:
@@ -436,14 +477,8 @@ def user_codes(ids: pl.Series, *, bits: np.ndarray | None = None) -> tuple[np.nd
         low, high = ids.min(), ids.max()
         assert isinstance(low, int) and isinstance(high, int)
         if high - low <= 2 * n + (1 << 20):
-            low_bits = np.array([low], dtype=np.uint64 if low >= 0 else np.int64).view(np.int64)
-            codes, present = G.range_codes(bits, int(low_bits[0]), high - low + 1)
-            found = np.flatnonzero(present)
-            if ids.dtype == pl.UInt64:
-                values = pl.Series(ids.name, found.astype(np.uint64) + np.uint64(low))
-            else:
-                values = pl.Series(ids.name, found + low, dtype=pl.Int64).cast(ids.dtype)
-            return codes, values
+            codes, present = G.range_codes(bits, _low_bits(low), high - low + 1)
+            return codes, _range_keys(ids, np.flatnonzero(present), low)
     if bits is None:
         bits = _string_bits(ids)
     first = pl.Series(bits).arg_unique().to_numpy()
