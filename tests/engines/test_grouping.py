@@ -66,8 +66,15 @@ def test_counting_sort_all_distinct_and_sorted_codes() -> None:
 def test_radix_group_equals_stable_argsort(n: int, size: int, low: int) -> None:
     rng = np.random.default_rng(n + size)
     keys = rng.integers(0, size, n)
-    offsets, order = G.radix_group(keys + low, low, size)
+    scores, items = rng.random(n), rng.integers(-(2**62), 2**62, n)
+    offsets, order, carried = G.radix_group(keys + low, low, size, (scores, items))
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    assert [a.dtype for a in carried] == [np.float64, np.int64]
+    np.testing.assert_array_equal(carried[0], scores[order])
+    np.testing.assert_array_equal(carried[1], items[order])
+    _, alone, (one,) = G.radix_group(keys + low, low, size, (items,))
+    np.testing.assert_array_equal(alone, order)
+    np.testing.assert_array_equal(one, items[order])
     counts = np.bincount(keys, minlength=size)
     np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(counts)]))
     assert order.dtype == np.int64 and offsets.dtype == np.int64
@@ -76,7 +83,7 @@ def test_radix_group_equals_stable_argsort(n: int, size: int, low: int) -> None:
 def test_radix_group_of_uint64_ids_past_int64() -> None:
     ids = np.random.default_rng(4).integers(0, 3000, 50_000).astype(np.uint64) + np.uint64(2**63)
     low = np.array([2**63], dtype=np.uint64).view(np.int64)[0]
-    offsets, order = G.radix_group(ids.view(np.int64), int(low), 3000)
+    offsets, order, _ = G.radix_group(ids.view(np.int64), int(low), 3000)
     np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
     assert offsets[-1] == 50_000
 

@@ -11,7 +11,7 @@ hash collision can never change a result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, cast, get_args
@@ -71,6 +71,9 @@ class Grouped:
     offsets: np.ndarray
     order: np.ndarray | None = None
     _columns: dict[str, pl.Series] = field(default_factory=dict, compare=False, repr=False)
+    carried: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """The arrays given to :func:`group_by_user` (``carry``) in grouped order, by name
+    (moved with the rows by the radix grouping, else gathered); :meth:`taken` reads them."""
 
     @property
     def n_users(self) -> int:
@@ -110,6 +113,12 @@ class Grouped:
         if self.order is None:
             return values
         return G.gather(np.ascontiguousarray(values), self.order)
+
+    def taken(self, name: str, values: Callable[[], np.ndarray]) -> np.ndarray:
+        """``carry[name]`` of :func:`group_by_user` in grouped order, or, when the grouping
+        was given no such array, :meth:`take` of ``values()``."""
+        found = self.carried.get(name)
+        return found if found is not None else self.take(values())
 
     def rows(self, grouped: np.ndarray) -> np.ndarray:
         """The source rows of grouped rows ``grouped``."""
@@ -357,8 +366,14 @@ def unify_ids(
     raise InputError(msg)
 
 
-def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
+def group_by_user(
+    frame: pl.DataFrame, user_col: str, carry: Mapping[str, np.ndarray] | None = None
+) -> Grouped:
     """Group rows by user, keeping input order within a user, in linear time.
+
+    ``carry``: at most two arrays (8-byte dtypes, one value per row of ``frame``) that the
+    caller will need in grouped order (:meth:`Grouped.taken`); the radix grouping moves them
+    with the rows, where a gather after it would read each row at random.
 
     Users who each come in one run of rows keep the input's order of users (no row moves);
     otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
@@ -368,6 +383,7 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
     (:func:`receval.kernels.grouping.radix_group`: no codes): the same rows, users and order
     as a stable sort by the user column, without the comparison sort.
     """
+    arrays = dict(carry or {})
     users = frame[user_col]
     n = users.len()
     bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
@@ -378,30 +394,32 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
         run_users = users.gather(run_off[:-1])
         codes, keys = user_codes(run_users)
         if keys.len() == n_runs:  # every user in one run: grouped already
-            return Grouped(frame, run_users.alias(user_col), run_off)
+            return Grouped(frame, run_users.alias(user_col), run_off, carried=arrays)
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        radix = _radix_grouped(users, bits)
+        radix = _radix_grouped(users, bits, arrays)
         if radix is not None:  # integer ids in a small range: no codes
-            keys, offsets, order = radix
+            keys, offsets, order, carried = radix
         else:
             codes, keys = user_codes(users, bits=bits)
         if keys.len() == n_runs:
             run_off = G.run_offsets(runs, n_runs)
-            return Grouped(frame, users.gather(run_off[:-1]).alias(user_col), run_off)
+            run_keys = users.gather(run_off[:-1]).alias(user_col)
+            return Grouped(frame, run_keys, run_off, carried=arrays)
         if radix is not None:
-            return Grouped(frame, keys.alias(user_col), offsets, order)
+            return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
     offsets, order = G.counting_sort(codes, keys.len())
-    return Grouped(frame, keys.alias(user_col), offsets, order)
+    carried = {name: G.gather(np.ascontiguousarray(a), order) for name, a in arrays.items()}
+    return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
 
 
 def _radix_grouped(
-    ids: pl.Series, bits: np.ndarray | None
-) -> tuple[pl.Series, np.ndarray, np.ndarray] | None:
+    ids: pl.Series, bits: np.ndarray | None, carry: dict[str, np.ndarray]
+) -> tuple[pl.Series, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
     """Integer ids in a small range (as :func:`user_codes` codes through a table), grouped
     by :func:`receval.kernels.grouping.radix_group` on ``id - low`` itself: ``(keys, offsets,
-    order)`` as :func:`group_by_user` needs them (the distinct ids ascending); None for other
-    ids."""
+    order, carried)`` as :func:`group_by_user` needs them (the distinct ids ascending; the
+    ``carry`` arrays in grouped order); None for other ids."""
     n = ids.len()
     if bits is None or n == 0 or n >= 1 << 32:
         return None
@@ -410,10 +428,10 @@ def _radix_grouped(
     size = high - low + 1
     if size > min(1 << G.RADIX_MAX_BITS, 2 * n + (1 << 20) + 1):
         return None
-    full, order = G.radix_group(bits, _low_bits(low), size)
+    full, order, moved = G.radix_group(bits, _low_bits(low), size, tuple(carry.values()))
     found = np.flatnonzero(full[1:] != full[:-1])
     offsets = np.append(full[found], np.int64(n))
-    return _range_keys(ids, found, low), offsets, order
+    return _range_keys(ids, found, low), offsets, order, dict(zip(carry, moved, strict=True))
 
 
 def _low_bits(low: int) -> int:

@@ -137,8 +137,12 @@ def prepare(
     t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
 
-    t_grp = group_by_user(t_frame, user_col)
-    r_grp = group_by_user(r_frame, user_col)
+    # the kernel's arrays, made in the caller's row order: grouping moves them with the rows
+    t_carry = {"item": item_keys(t_frame[item_col]), "value": _floats(t_frame[relevance_col])}
+    r_carry = {"item": item_keys(r_frame[item_col]), "value": _floats(r_frame[order_col])}
+    t_grp = group_by_user(t_frame, user_col, t_carry)
+    r_grp = group_by_user(r_frame, user_col, r_carry)
+    del t_carry, r_carry
     u2r = match_users(t_grp.keys, r_grp.keys)
     return match(
         ranking, t_grp, r_grp, u2r,
@@ -313,21 +317,21 @@ def match(
     no_recs: NoRecsPolicy,
     context: Context,
 ) -> tuple[Prepared, KernelOutput]:
-    # the kernel's arrays are made from the source columns (in the caller's row order),
-    # then gathered in grouped order: every one is a function of its row alone
-    t_rel = t_grp.take(_floats(t_grp.source[relevance_col]))
-    r_order = r_grp.take(_floats(r_grp.source[order_col]))
+    # the kernel's arrays are made from the source columns (in the caller's row order), then
+    # moved with the rows by the grouping (prepare's carry) or gathered in grouped order
+    # (Grouped.taken): every one is a function of its row alone
+    t_rel = t_grp.taken("value", lambda: _floats(t_grp.source[relevance_col]))
+    r_order = r_grp.taken("value", lambda: _floats(r_grp.source[order_col]))
     r_score = -r_order if by_rank else r_order
     ids = [user_col, item_col]
     t_items = t_grp.source[item_col]
     r_items = r_grp.source[item_col]
     hashed = t_items.dtype == pl.String
-    t_item = t_grp.take(item_keys(t_items))
-    r_item_source = item_keys(r_items)
-    r_item = r_grp.take(r_item_source)
+    t_item = t_grp.taken("item", lambda: item_keys(t_items))
+    r_item = r_grp.taken("item", lambda: item_keys(r_items))
     r_tie = np.zeros(0, dtype=np.int64)
     if ties == "trec":
-        r_tie = r_grp.take(trec_tie_keys(r_items, r_item_source))
+        r_tie = r_grp.take(trec_tie_keys(r_items, item_keys(r_items)))
 
     plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
     thr_idx = plan_args.thr_idx

@@ -273,15 +273,33 @@ def _high_histogram_chunk(
 
 @njit(cache=True, nogil=True)
 def _high_scatter_chunk(
-    c: int, n_chunks: int, values: np.ndarray, low: int, starts: np.ndarray, packed: np.ndarray
+    c: int,
+    n_chunks: int,
+    values: np.ndarray,
+    low: int,
+    starts: np.ndarray,
+    packed: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    first_out: np.ndarray,
+    second_out: np.ndarray,
 ) -> None:
+    """Rows placed by the key's high bits: key and row packed, and the carried values (an
+    empty ``first`` / ``second``: none)."""
     n = values.shape[0]
     row = starts[c]
+    carry_first = first.shape[0] != 0
+    carry_second = second.shape[0] != 0
     for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
         key = np.int64(np.uint64(values[i]) - np.uint64(low))
         d = key >> _LOW_BITS
-        packed[row[d]] = (key << 32) | i
-        row[d] += 1
+        p = row[d]
+        packed[p] = (key << 32) | i
+        if carry_first:
+            first_out[p] = first[i]
+        if carry_second:
+            second_out[p] = second[i]
+        row[d] = p + 1
 
 
 @njit(cache=True, nogil=True)
@@ -292,6 +310,10 @@ def _low_sort_chunk(
     packed: np.ndarray,
     offsets: np.ndarray,
     order: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    first_out: np.ndarray,
+    second_out: np.ndarray,
 ) -> None:
     """Buckets ``[c * per_chunk, (c + 1) * per_chunk)`` of the first pass: each one's rows
     counted and placed by the key's low bits, in the order of ``packed`` (stable); the count
@@ -300,6 +322,8 @@ def _low_sort_chunk(
     width = 1 << _LOW_BITS
     mask = width - 1
     cnt = np.empty(width, dtype=np.int64)
+    carry_first = first.shape[0] != 0
+    carry_second = second.shape[0] != 0
     for b in range(c * per_chunk, min(n_buckets, (c + 1) * per_chunk)):
         lo = bucket_off[b]
         hi = bucket_off[b + 1]
@@ -317,15 +341,24 @@ def _low_sort_chunk(
         for a in range(lo, hi):
             v = packed[a]
             j = (v >> 32) & mask
-            order[cnt[j]] = v & 0xFFFFFFFF
-            cnt[j] += 1
+            p = cnt[j]
+            order[p] = v & 0xFFFFFFFF
+            if carry_first:
+                first_out[p] = first[a]
+            if carry_second:
+                second_out[p] = second[a]
+            cnt[j] = p + 1
 
 
-def radix_group(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+def radix_group(
+    values: np.ndarray, low: int, size: int, carry: tuple[np.ndarray, ...] = ()
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A stable order of the rows by integer key ``values - low`` in ``[0, size)``, without
-    codes: ``(offsets, order)`` with ``order[offsets[j]:offsets[j + 1]]`` the rows of key
-    ``j`` in input order (``offsets``: ``size + 1`` entries, empty keys included); the same as
-    ``np.argsort(values - low, kind="stable")``.
+    codes: ``(offsets, order, carried)`` with ``order[offsets[j]:offsets[j + 1]]`` the rows
+    of key ``j`` in input order (``offsets``: ``size + 1`` entries, empty keys included); the
+    same as ``np.argsort(values - low, kind="stable")``. ``carried``: each of ``carry`` (at
+    most two arrays of an 8-byte dtype, one value per row) in that order, ``a[order]``,
+    moved with the rows instead of gathered after (a gather reads every row at random).
 
     ``values``: int64 (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size``
     at most ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep
@@ -334,7 +367,11 @@ def radix_group(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np
     independently, by the low bits (``_LOW_BITS``), whose counts give every key's offset.
     """
     n = values.shape[0]
-    assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32
+    assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32 and len(carry) <= 2
+    assert all(a.shape == (n,) and a.dtype.itemsize == 8 for a in carry)
+    none = np.zeros(0, dtype=np.int64)
+    sources = [frozen(np.ascontiguousarray(a).view(np.int64)) for a in carry]
+    sources += [frozen(none)] * (2 - len(sources))
     n_buckets = max(1, (size + (1 << _LOW_BITS) - 1) >> _LOW_BITS)
     n_chunks = max(1, min(4 * numba.get_num_threads(), n // _ROWS))
     counts = np.zeros((n_chunks, n_buckets), dtype=np.int64)
@@ -343,15 +380,21 @@ def radix_group(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np
     bucket_off = np.empty(n_buckets + 1, dtype=np.int64)
     _positions(counts, bucket_off)
     packed = _empty(n)
-    run_chunks(_high_scatter_chunk, n_chunks, n_chunks, frozen_values, int(low), counts, packed)
+    moved = [_empty(n) for _ in carry] + [none] * (2 - len(carry))
+    args = (frozen_values, int(low), counts, packed, *sources, *moved)
+    run_chunks(_high_scatter_chunk, n_chunks, n_chunks, *args)
+    del sources
     offsets = _empty((n_buckets << _LOW_BITS) + 1)
     offsets[-1] = n
     order = _empty(n)
+    carried = [_empty(n) for _ in carry] + [none] * (2 - len(carry))
     per_chunk = max(1, n_buckets // (4 * numba.get_num_threads()))
-    args = (per_chunk, frozen(bucket_off), frozen(packed), offsets, order)
+    frozen_moved = [frozen(a) for a in moved]
+    args = (per_chunk, frozen(bucket_off), frozen(packed), offsets, order, *frozen_moved, *carried)
     run_chunks(_low_sort_chunk, _n_chunks(n_buckets, per_chunk), *args)
     offsets[size:-1] = n
-    return offsets[: size + 1], order
+    out = [moved_out.view(a.dtype) for moved_out, a in zip(carried, carry, strict=False)]
+    return offsets[: size + 1], order, out
 
 
 @njit(cache=True, nogil=True)
