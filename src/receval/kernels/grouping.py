@@ -309,28 +309,42 @@ def _low_sort_chunk(
     bucket_off: np.ndarray,
     packed: np.ndarray,
     offsets: np.ndarray,
-    order: np.ndarray,
     first: np.ndarray,
     second: np.ndarray,
-    first_out: np.ndarray,
-    second_out: np.ndarray,
 ) -> None:
-    """Buckets ``[c * per_chunk, (c + 1) * per_chunk)`` of the first pass: each one's rows
-    counted and placed by the key's low bits, in the order of ``packed`` (stable); the count
-    of every key gives its offset."""
+    """Buckets ``[c * per_chunk, (c + 1) * per_chunk)`` of the first pass, in place: each
+    one's rows copied out, counted and placed back by the key's low bits, in their order
+    (stable); ``packed`` then holds the rows' indices, and the counts give every key's
+    offset. ``first`` / ``second``: the carried values (empty: none), moved the same way."""
     n_buckets = bucket_off.shape[0] - 1
     width = 1 << _LOW_BITS
     mask = width - 1
     cnt = np.empty(width, dtype=np.int64)
     carry_first = first.shape[0] != 0
     carry_second = second.shape[0] != 0
-    for b in range(c * per_chunk, min(n_buckets, (c + 1) * per_chunk)):
+    b_lo = c * per_chunk
+    b_hi = min(n_buckets, (c + 1) * per_chunk)
+    longest = 1
+    for b in range(b_lo, b_hi):
+        longest = max(longest, bucket_off[b + 1] - bucket_off[b])
+    keep = np.empty(longest, dtype=np.int64)
+    keep_first = np.empty(longest if carry_first else 0, dtype=np.int64)
+    keep_second = np.empty(longest if carry_second else 0, dtype=np.int64)
+    for b in range(b_lo, b_hi):
         lo = bucket_off[b]
         hi = bucket_off[b + 1]
         for j in range(width):
             cnt[j] = 0
         for a in range(lo, hi):
-            cnt[(packed[a] >> 32) & mask] += 1
+            v = packed[a]
+            keep[a - lo] = v
+            cnt[(v >> 32) & mask] += 1
+        if carry_first:
+            for a in range(lo, hi):
+                keep_first[a - lo] = first[a]
+        if carry_second:
+            for a in range(lo, hi):
+                keep_second[a - lo] = second[a]
         pos = lo
         base = b << _LOW_BITS
         for j in range(width):
@@ -338,15 +352,15 @@ def _low_sort_chunk(
             k = cnt[j]
             cnt[j] = pos
             pos += k
-        for a in range(lo, hi):
-            v = packed[a]
+        for a in range(hi - lo):
+            v = keep[a]
             j = (v >> 32) & mask
             p = cnt[j]
-            order[p] = v & 0xFFFFFFFF
+            packed[p] = v & 0xFFFFFFFF
             if carry_first:
-                first_out[p] = first[a]
+                first[p] = keep_first[a]
             if carry_second:
-                second_out[p] = second[a]
+                second[p] = keep_second[a]
             cnt[j] = p + 1
 
 
@@ -364,7 +378,9 @@ def radix_group(
     at most ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep
     their counters and write streams in cache: the rows are placed by the key's high bits
     (per-chunk histograms, as :func:`counting_sort`), then each bucket of the high bits,
-    independently, by the low bits (``_LOW_BITS``), whose counts give every key's offset.
+    independently and in place, by the low bits (``_LOW_BITS``), whose counts give every
+    key's offset. Memory: one array of rows per array returned, and a copy of the largest
+    bucket per chunk.
     """
     n = values.shape[0]
     assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32 and len(carry) <= 2
@@ -386,15 +402,12 @@ def radix_group(
     del sources
     offsets = _empty((n_buckets << _LOW_BITS) + 1)
     offsets[-1] = n
-    order = _empty(n)
-    carried = [_empty(n) for _ in carry] + [none] * (2 - len(carry))
     per_chunk = max(1, n_buckets // (4 * numba.get_num_threads()))
-    frozen_moved = [frozen(a) for a in moved]
-    args = (per_chunk, frozen(bucket_off), frozen(packed), offsets, order, *frozen_moved, *carried)
+    args = (per_chunk, frozen(bucket_off), packed, offsets, *moved)
     run_chunks(_low_sort_chunk, _n_chunks(n_buckets, per_chunk), *args)
     offsets[size:-1] = n
-    out = [moved_out.view(a.dtype) for moved_out, a in zip(carried, carry, strict=False)]
-    return offsets[: size + 1], order, out
+    out = [done.view(a.dtype) for done, a in zip(moved, carry, strict=False)]
+    return offsets[: size + 1], packed, out
 
 
 @njit(cache=True, nogil=True)
