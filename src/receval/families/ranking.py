@@ -45,6 +45,7 @@ from receval.families.contract import (
     warn_unused_relevance,
 )
 from receval.kernels import ranking as K
+from receval.kernels.exact import total_of
 from receval.metrics.registry import Metric, ParamValue
 from receval.metrics.result import Counts
 
@@ -485,7 +486,8 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
         )
         raise InputError(msg)
 
-    # means are exactly rounded sums (math.fsum): no mean depends on the order of users
+    # means are exactly rounded sums (kernels.exact.total_of, the value of math.fsum at
+    # kernel speed): no mean depends on the order of users
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = {}
@@ -499,12 +501,12 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
             values = np.where(has_recs, values, np.nan)
         if ops[j] == K.OP_HITS:
             total = den[counted].sum()
-            means[m.canonical] = math.fsum(values[counted]) / float(total) if total else math.nan
+            means[m.canonical] = total_of(values[counted]) / float(total) if total else math.nan
             sums[m.canonical] = (values[counted], int(total))
             values = values / np.where(den > 0, den, 1.0)
         else:
             n_counted = int(counted.sum())
-            means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
+            means[m.canonical] = total_of(values[counted]) / n_counted if n_counted else math.nan
             sums[m.canonical] = (values[counted], n_counted)
         if not counted.any():
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)

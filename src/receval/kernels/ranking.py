@@ -991,8 +991,8 @@ def _rank_chunk(
     nrel: np.ndarray,
     status: np.ndarray,
     t_match: np.ndarray,
-    cascade: np.ndarray | None,
     counted: bool,
+    cascade: np.ndarray | None,
 ) -> None:
     """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
     tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
@@ -1148,7 +1148,7 @@ def rank_users(
     outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
     step = (n_users + n_chunks - 1) // n_chunks
     cascade = cascade_flag(ops)
-    chunk_args = (*views[:15], policy, views[15], *outputs, cascade, bool(counted))
+    chunk_args = (*views[:15], policy, views[15], *outputs, bool(counted), cascade)
     run_chunks(_rank_chunk, n_chunks, step, *chunk_args)
     return outputs  # type: ignore[no-any-return]
 
