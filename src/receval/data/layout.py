@@ -367,13 +367,14 @@ def unify_ids(
 
 
 def group_by_user(
-    frame: pl.DataFrame, user_col: str, carry: Mapping[str, np.ndarray] | None = None
+    frame: pl.DataFrame, user_col: str, carry: Mapping[str, Callable[[], np.ndarray]] | None = None
 ) -> Grouped:
     """Group rows by user, keeping input order within a user, in linear time.
 
-    ``carry``: at most two arrays (8-byte dtypes, one value per row of ``frame``) that the
-    caller will need in grouped order (:meth:`Grouped.taken`); the radix grouping moves them
-    with the rows, where a gather after it would read each row at random.
+    ``carry``: by name, at most two functions that make arrays (8-byte dtypes, one value per
+    row of ``frame``) that the caller needs in grouped order (:meth:`Grouped.taken`); the
+    radix grouping moves them with the rows, where a gather after it would read each row at
+    random, and drops the arrays in the caller's order once moved.
 
     Users who each come in one run of rows keep the input's order of users (no row moves);
     otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
@@ -383,7 +384,7 @@ def group_by_user(
     (:func:`receval.kernels.grouping.radix_group`: no codes): the same rows, users and order
     as a stable sort by the user column, without the comparison sort.
     """
-    arrays = dict(carry or {})
+    makers = dict(carry or {})
     users = frame[user_col]
     n = users.len()
     bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
@@ -394,10 +395,11 @@ def group_by_user(
         run_users = users.gather(run_off[:-1])
         codes, keys = user_codes(run_users)
         if keys.len() == n_runs:  # every user in one run: grouped already
-            return Grouped(frame, run_users.alias(user_col), run_off, carried=arrays)
+            carried = {name: make() for name, make in makers.items()}
+            return Grouped(frame, run_users.alias(user_col), run_off, carried=carried)
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        radix = _radix_grouped(users, bits, arrays)
+        radix = _radix_grouped(users, bits, makers)
         if radix is not None:  # integer ids in a small range: no codes
             keys, offsets, order, carried = radix
         else:
@@ -405,21 +407,22 @@ def group_by_user(
         if keys.len() == n_runs:
             run_off = G.run_offsets(runs, n_runs)
             run_keys = users.gather(run_off[:-1]).alias(user_col)
-            return Grouped(frame, run_keys, run_off, carried=arrays)
+            carried = {name: make() for name, make in makers.items()}
+            return Grouped(frame, run_keys, run_off, carried=carried)
         if radix is not None:
             return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
     offsets, order = G.counting_sort(codes, keys.len())
-    carried = {name: G.gather(np.ascontiguousarray(a), order) for name, a in arrays.items()}
+    carried = {name: G.gather(np.ascontiguousarray(make()), order) for name, make in makers.items()}
     return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
 
 
 def _radix_grouped(
-    ids: pl.Series, bits: np.ndarray | None, carry: dict[str, np.ndarray]
+    ids: pl.Series, bits: np.ndarray | None, carry: dict[str, Callable[[], np.ndarray]]
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
     """Integer ids in a small range (as :func:`user_codes` codes through a table), grouped
     by :func:`receval.kernels.grouping.radix_group` on ``id - low`` itself: ``(keys, offsets,
     order, carried)`` as :func:`group_by_user` needs them (the distinct ids ascending; the
-    ``carry`` arrays in grouped order); None for other ids."""
+    arrays ``carry`` makes, in grouped order); None for other ids."""
     n = ids.len()
     if bits is None or n == 0 or n >= 1 << 32:
         return None
@@ -428,7 +431,7 @@ def _radix_grouped(
     size = high - low + 1
     if size > min(1 << G.RADIX_MAX_BITS, 2 * n + (1 << 20) + 1):
         return None
-    full, order, moved = G.radix_group(bits, _low_bits(low), size, tuple(carry.values()))
+    full, order, moved = G.radix_group(bits, _low_bits(low), size, list(carry.values()))
     found = np.flatnonzero(full[1:] != full[:-1])
     offsets = np.append(full[found], np.int64(n))
     return _range_keys(ids, found, low), offsets, order, dict(zip(carry, moved, strict=True))

@@ -139,11 +139,8 @@ def prepare(
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
 
     # the kernel's arrays, made in the caller's row order: grouping moves them with the rows
-    t_carry = {"item": item_keys(t_frame[item_col]), "value": _floats(t_frame[relevance_col])}
-    r_carry = {"item": item_keys(r_frame[item_col]), "value": _floats(r_frame[order_col])}
-    t_grp = group_by_user(t_frame, user_col, t_carry)
-    r_grp = group_by_user(r_frame, user_col, r_carry)
-    del t_carry, r_carry
+    t_grp = group_by_user(t_frame, user_col, _kernel_arrays(t_frame, item_col, relevance_col))
+    r_grp = group_by_user(r_frame, user_col, _kernel_arrays(r_frame, item_col, order_col))
     u2r = match_users(t_grp.keys, r_grp.keys)
     return match(
         ranking, t_grp, r_grp, u2r,
@@ -152,6 +149,14 @@ def prepare(
         no_recs=no_recs,
         context=_completed(context or Context(), has_relevance, kinds),
     )  # fmt: skip
+
+
+def _kernel_arrays(
+    frame: pl.DataFrame, item_col: str, value_col: str
+) -> dict[str, Callable[[], np.ndarray]]:
+    """What :func:`match` reads of one input, in the caller's row order, as makers for
+    ``group_by_user``'s ``carry``: the item keys and the values (as float64)."""
+    return {"item": lambda: item_keys(frame[item_col]), "value": lambda: _floats(frame[value_col])}
 
 
 def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Context:

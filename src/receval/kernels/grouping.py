@@ -26,6 +26,8 @@ int64), so each kernel compiles once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numba
 import numpy as np
 from numba import njit
@@ -365,14 +367,15 @@ def _low_sort_chunk(
 
 
 def radix_group(
-    values: np.ndarray, low: int, size: int, carry: tuple[np.ndarray, ...] = ()
+    values: np.ndarray, low: int, size: int, carry: Sequence[Callable[[], np.ndarray]] = ()
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A stable order of the rows by integer key ``values - low`` in ``[0, size)``, without
     codes: ``(offsets, order, carried)`` with ``order[offsets[j]:offsets[j + 1]]`` the rows
     of key ``j`` in input order (``offsets``: ``size + 1`` entries, empty keys included); the
-    same as ``np.argsort(values - low, kind="stable")``. ``carried``: each of ``carry`` (at
-    most two arrays of an 8-byte dtype, one value per row) in that order, ``a[order]``,
-    moved with the rows instead of gathered after (a gather reads every row at random).
+    same as ``np.argsort(values - low, kind="stable")``. ``carried``: the array each of
+    ``carry`` makes (at most two, each of an 8-byte dtype with one value per row) in that
+    order, ``a[order]``, moved with the rows instead of gathered after (a gather reads every
+    row at random); each is made just before the first pass and dropped after it.
 
     ``values``: int64 (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size``
     at most ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep
@@ -384,10 +387,12 @@ def radix_group(
     """
     n = values.shape[0]
     assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32 and len(carry) <= 2
-    assert all(a.shape == (n,) and a.dtype.itemsize == 8 for a in carry)
     none = np.zeros(0, dtype=np.int64)
-    sources = [frozen(np.ascontiguousarray(a).view(np.int64)) for a in carry]
-    sources += [frozen(none)] * (2 - len(sources))
+    made = [np.ascontiguousarray(make()) for make in carry]
+    assert all(a.shape == (n,) and a.dtype.itemsize == 8 for a in made)
+    dtypes = [a.dtype for a in made]
+    sources = [frozen(a.view(np.int64)) for a in made] + [frozen(none)] * (2 - len(made))
+    del made
     n_buckets = max(1, (size + (1 << _LOW_BITS) - 1) >> _LOW_BITS)
     n_chunks = max(1, min(4 * numba.get_num_threads(), n // _ROWS))
     counts = np.zeros((n_chunks, n_buckets), dtype=np.int64)
@@ -406,7 +411,7 @@ def radix_group(
     args = (per_chunk, frozen(bucket_off), packed, offsets, *moved)
     run_chunks(_low_sort_chunk, _n_chunks(n_buckets, per_chunk), *args)
     offsets[size:-1] = n
-    out = [done.view(a.dtype) for done, a in zip(moved, carry, strict=False)]
+    out = [done.view(dtype) for done, dtype in zip(moved, dtypes, strict=False)]
     return offsets[: size + 1], packed, out
 
 
