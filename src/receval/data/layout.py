@@ -62,8 +62,9 @@ class Grouped:
     gives, for each grouped row, its row in ``source``; None when ``source`` is grouped
     already (then the grouped rows are the source rows). ``keys[g]`` is the user of rows
     ``offsets[g]:offsets[g + 1]``. The grouped frame (:attr:`frame`) and its columns
-    (:meth:`column`) are gathered when first asked for; the kernels' arrays come from the
-    source columns through :meth:`take` (a parallel gather, no Polars frame).
+    (:meth:`column`) are gathered when first asked for; the kernels' arrays are
+    :attr:`carried` (moved with the rows by the grouping) or come from the source columns
+    through :meth:`take` (a parallel gather, no Polars frame).
     """
 
     source: pl.DataFrame
