@@ -340,6 +340,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=3600, help="seconds per process")
     parser.add_argument("--json", type=Path, help="write every figure to this JSON file")
     parser.add_argument("--workdir", type=Path, help="keep the data here (default: temp)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="reuse the data of an earlier run in --workdir"
+    )
     args = parser.parse_args(argv)
     args.peers = [p.strip() for p in args.peers.split(",") if p.strip()]
     unknown = sorted(set(args.peers) - set(PEERS))
@@ -356,8 +359,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "warmup": {"n_users": 50, "n_recs": 20, "seed": 1},
         "main": {"n_users": args.users, "n_recs": args.recs, "seed": 0},
     }
-    print(f"generating data in {workdir} ...", flush=True)
-    rows = _spawn("generate", {"dir": str(workdir), "datasets": datasets}, None, args.timeout)
+    names = [
+        f"{d}.{o}.{p}" for d in datasets for o in ("grouped", "shuffled") for p in ("truth", "recs")
+    ]
+    saved = workdir / "rows.json"
+    if args.reuse and saved.exists() and all((workdir / f"{n}.parquet").exists() for n in names):
+        print(f"reusing the data in {workdir}", flush=True)
+        rows = json.loads(saved.read_text())
+    else:
+        print(f"generating data in {workdir} ...", flush=True)
+        rows = _spawn("generate", {"dir": str(workdir), "datasets": datasets}, None, args.timeout)
+        if rows.get("status") is None:
+            saved.write_text(json.dumps(rows))
     if rows.get("status") is not None:
         print(f"data generation failed: {rows['message']}", file=sys.stderr)
         return 1

@@ -51,6 +51,44 @@ def test_counting_sort_all_distinct_and_sorted_codes() -> None:
     np.testing.assert_array_equal(identity, np.arange(5000))
 
 
+@pytest.mark.parametrize(
+    ("n", "size", "low"),
+    [
+        (0, 1, 0),  # empty
+        (1, 1, 5),
+        (1000, 3000, -7),  # fewer rows than keys, negative ids
+        (70_000, 2049, 0),  # one key past the first bucket
+        (200_000, 5000, 10**12),
+        (300_000, 1 << 20, 0),
+        (100_000, 1 << 24, -(2**40)),  # the widest range it takes
+    ],
+)
+def test_radix_group_equals_stable_argsort(n: int, size: int, low: int) -> None:
+    rng = np.random.default_rng(n + size)
+    keys = rng.integers(0, size, n)
+    scores, items = rng.random(n), rng.integers(-(2**62), 2**62, n)
+    carry = (lambda: scores, lambda: items)
+    offsets, order, carried = G.radix_group(keys + low, low, size, carry)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    assert [a.dtype for a in carried] == [np.float64, np.int64]
+    np.testing.assert_array_equal(carried[0], scores[order])
+    np.testing.assert_array_equal(carried[1], items[order])
+    _, alone, (one,) = G.radix_group(keys + low, low, size, [lambda: items])
+    np.testing.assert_array_equal(alone, order)
+    np.testing.assert_array_equal(one, items[order])
+    counts = np.bincount(keys, minlength=size)
+    np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(counts)]))
+    assert order.dtype == np.int64 and offsets.dtype == np.int64
+
+
+def test_radix_group_of_uint64_ids_past_int64() -> None:
+    ids = np.random.default_rng(4).integers(0, 3000, 50_000).astype(np.uint64) + np.uint64(2**63)
+    low = np.array([2**63], dtype=np.uint64).view(np.int64)[0]
+    offsets, order, _ = G.radix_group(ids.view(np.int64), int(low), 3000)
+    np.testing.assert_array_equal(order, np.argsort(ids, kind="stable"))
+    assert offsets[-1] == 50_000
+
+
 @pytest.mark.parametrize("longest", [1, 5, 31, 33, 200, 3000])
 def test_sort_within_groups_equals_lexsort(longest: int) -> None:
     rng = np.random.default_rng(longest)
@@ -161,6 +199,8 @@ def _frames() -> dict[str, pl.DataFrame]:
         "shuffled strings": frame.with_columns(pl.format("u{}", "user").alias("user")),
         "shuffled uint64": frame.with_columns(pl.col("user").cast(pl.UInt64) + 2**63),
         "sparse ints": frame.with_columns(pl.col("user") * 2**50),
+        "negative int32": frame.with_columns((pl.col("user") - 200).cast(pl.Int32)),
+        "ints over two radix buckets": frame.with_columns(pl.col("user") * 7 - 5),
         "string items": frame.with_columns(pl.col("item").cast(pl.String)),
         "long runs, users repeated": partly,
         "grouped, descending": frame.sort("user", descending=True, maintain_order=True),

@@ -11,7 +11,7 @@ hash collision can never change a result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal, cast, get_args
@@ -62,8 +62,9 @@ class Grouped:
     gives, for each grouped row, its row in ``source``; None when ``source`` is grouped
     already (then the grouped rows are the source rows). ``keys[g]`` is the user of rows
     ``offsets[g]:offsets[g + 1]``. The grouped frame (:attr:`frame`) and its columns
-    (:meth:`column`) are gathered when first asked for; the kernels' arrays come from the
-    source columns through :meth:`take` (a parallel gather, no Polars frame).
+    (:meth:`column`) are gathered when first asked for; the kernels' arrays are
+    :attr:`carried` (moved with the rows by the grouping) or come from the source columns
+    through :meth:`take` (a parallel gather, no Polars frame).
     """
 
     source: pl.DataFrame
@@ -71,6 +72,9 @@ class Grouped:
     offsets: np.ndarray
     order: np.ndarray | None = None
     _columns: dict[str, pl.Series] = field(default_factory=dict, compare=False, repr=False)
+    carried: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+    """The arrays given to :func:`group_by_user` (``carry``) in grouped order, by name
+    (moved with the rows by the radix grouping, else gathered); :meth:`taken` reads them."""
 
     @property
     def n_users(self) -> int:
@@ -110,6 +114,12 @@ class Grouped:
         if self.order is None:
             return values
         return G.gather(np.ascontiguousarray(values), self.order)
+
+    def taken(self, name: str, values: Callable[[], np.ndarray]) -> np.ndarray:
+        """``carry[name]`` of :func:`group_by_user` in grouped order, or, when the grouping
+        was given no such array, :meth:`take` of ``values()``."""
+        found = self.carried.get(name)
+        return found if found is not None else self.take(values())
 
     def rows(self, grouped: np.ndarray) -> np.ndarray:
         """The source rows of grouped rows ``grouped``."""
@@ -357,15 +367,25 @@ def unify_ids(
     raise InputError(msg)
 
 
-def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
+def group_by_user(
+    frame: pl.DataFrame, user_col: str, carry: Mapping[str, Callable[[], np.ndarray]] | None = None
+) -> Grouped:
     """Group rows by user, keeping input order within a user, in linear time.
+
+    ``carry``: by name, at most two functions that make arrays (8-byte dtypes, one value per
+    row of ``frame``) that the caller needs in grouped order (:meth:`Grouped.taken`); the
+    radix grouping moves them with the rows, where a gather after it would read each row at
+    random, and drops the arrays in the caller's order once moved.
 
     Users who each come in one run of rows keep the input's order of users (no row moves);
     otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
     are grouped by a stable counting sort of dense user codes (:func:`user_codes`,
-    :func:`receval.kernels.grouping.counting_sort`): the same rows, users and order as a
-    stable sort by the user column, without the comparison sort.
+    :func:`receval.kernels.grouping.counting_sort`), or, for integer ids in a range of at most
+    2^24 that are not in long runs, by a two-pass radix grouping of ``id - low`` itself
+    (:func:`receval.kernels.grouping.radix_group`: no codes): the same rows, users and order
+    as a stable sort by the user column, without the comparison sort.
     """
+    makers = dict(carry or {})
     users = frame[user_col]
     n = users.len()
     bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
@@ -376,15 +396,58 @@ def group_by_user(frame: pl.DataFrame, user_col: str) -> Grouped:
         run_users = users.gather(run_off[:-1])
         codes, keys = user_codes(run_users)
         if keys.len() == n_runs:  # every user in one run: grouped already
-            return Grouped(frame, run_users.alias(user_col), run_off)
+            carried = {name: make() for name, make in makers.items()}
+            return Grouped(frame, run_users.alias(user_col), run_off, carried=carried)
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        codes, keys = user_codes(users, bits=bits)
+        radix = _radix_grouped(users, bits, makers)
+        if radix is not None:  # integer ids in a small range: no codes
+            keys, offsets, order, carried = radix
+        else:
+            codes, keys = user_codes(users, bits=bits)
         if keys.len() == n_runs:
             run_off = G.run_offsets(runs, n_runs)
-            return Grouped(frame, users.gather(run_off[:-1]).alias(user_col), run_off)
+            run_keys = users.gather(run_off[:-1]).alias(user_col)
+            carried = {name: make() for name, make in makers.items()}
+            return Grouped(frame, run_keys, run_off, carried=carried)
+        if radix is not None:
+            return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
     offsets, order = G.counting_sort(codes, keys.len())
-    return Grouped(frame, keys.alias(user_col), offsets, order)
+    carried = {name: G.gather(np.ascontiguousarray(make()), order) for name, make in makers.items()}
+    return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
+
+
+def _radix_grouped(
+    ids: pl.Series, bits: np.ndarray | None, carry: dict[str, Callable[[], np.ndarray]]
+) -> tuple[pl.Series, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
+    """Integer ids in a small range (as :func:`user_codes` codes through a table), grouped
+    by :func:`receval.kernels.grouping.radix_group` on ``id - low`` itself: ``(keys, offsets,
+    order, carried)`` as :func:`group_by_user` needs them (the distinct ids ascending; the
+    arrays ``carry`` makes, in grouped order); None for other ids."""
+    n = ids.len()
+    if bits is None or n == 0 or n >= 1 << 32:
+        return None
+    low, high = ids.min(), ids.max()
+    assert isinstance(low, int) and isinstance(high, int)
+    size = high - low + 1
+    if size > min(1 << G.RADIX_MAX_BITS, 2 * n + (1 << 20) + 1):
+        return None
+    full, order, moved = G.radix_group(bits, _low_bits(low), size, list(carry.values()))
+    found = np.flatnonzero(full[1:] != full[:-1])
+    offsets = np.append(full[found], np.int64(n))
+    return _range_keys(ids, found, low), offsets, order, dict(zip(carry, moved, strict=True))
+
+
+def _low_bits(low: int) -> int:
+    """The smallest id as the int64 that :func:`_int_bits` gives it."""
+    return int(np.array([low], dtype=np.uint64 if low >= 0 else np.int64).view(np.int64)[0])
+
+
+def _range_keys(ids: pl.Series, found: np.ndarray, low: int) -> pl.Series:
+    """The ids ``low + found`` (``found``: ascending offsets), with the type of ``ids``."""
+    if ids.dtype == pl.UInt64:
+        return pl.Series(ids.name, found.astype(np.uint64) + np.uint64(low))
+    return pl.Series(ids.name, found + low, dtype=pl.Int64).cast(ids.dtype)
 
 
 def sort_by_user(frame: pl.DataFrame, user_col: str, row_col: str) -> pl.DataFrame:
@@ -436,14 +499,8 @@ def user_codes(ids: pl.Series, *, bits: np.ndarray | None = None) -> tuple[np.nd
         low, high = ids.min(), ids.max()
         assert isinstance(low, int) and isinstance(high, int)
         if high - low <= 2 * n + (1 << 20):
-            low_bits = np.array([low], dtype=np.uint64 if low >= 0 else np.int64).view(np.int64)
-            codes, present = G.range_codes(bits, int(low_bits[0]), high - low + 1)
-            found = np.flatnonzero(present)
-            if ids.dtype == pl.UInt64:
-                values = pl.Series(ids.name, found.astype(np.uint64) + np.uint64(low))
-            else:
-                values = pl.Series(ids.name, found + low, dtype=pl.Int64).cast(ids.dtype)
-            return codes, values
+            codes, present = G.range_codes(bits, _low_bits(low), high - low + 1)
+            return codes, _range_keys(ids, np.flatnonzero(present), low)
     if bits is None:
         bits = _string_bits(ids)
     first = pl.Series(bits).arg_unique().to_numpy()

@@ -45,6 +45,7 @@ from receval.families.contract import (
     warn_unused_relevance,
 )
 from receval.kernels import ranking as K
+from receval.kernels.exact import total_of
 from receval.metrics.registry import Metric, ParamValue
 from receval.metrics.result import Counts
 
@@ -137,8 +138,9 @@ def prepare(
     t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
     t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
 
-    t_grp = group_by_user(t_frame, user_col)
-    r_grp = group_by_user(r_frame, user_col)
+    # the kernel's arrays, made in the caller's row order: grouping moves them with the rows
+    t_grp = group_by_user(t_frame, user_col, _kernel_arrays(t_frame, item_col, relevance_col))
+    r_grp = group_by_user(r_frame, user_col, _kernel_arrays(r_frame, item_col, order_col))
     u2r = match_users(t_grp.keys, r_grp.keys)
     return match(
         ranking, t_grp, r_grp, u2r,
@@ -147,6 +149,14 @@ def prepare(
         no_recs=no_recs,
         context=_completed(context or Context(), has_relevance, kinds),
     )  # fmt: skip
+
+
+def _kernel_arrays(
+    frame: pl.DataFrame, item_col: str, value_col: str
+) -> dict[str, Callable[[], np.ndarray]]:
+    """What :func:`match` reads of one input, in the caller's row order, as makers for
+    ``group_by_user``'s ``carry``: the item keys and the values (as float64)."""
+    return {"item": lambda: item_keys(frame[item_col]), "value": lambda: _floats(frame[value_col])}
 
 
 def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Context:
@@ -313,21 +323,21 @@ def match(
     no_recs: NoRecsPolicy,
     context: Context,
 ) -> tuple[Prepared, KernelOutput]:
-    # the kernel's arrays are made from the source columns (in the caller's row order),
-    # then gathered in grouped order: every one is a function of its row alone
-    t_rel = t_grp.take(_floats(t_grp.source[relevance_col]))
-    r_order = r_grp.take(_floats(r_grp.source[order_col]))
+    # the kernel's arrays are made from the source columns (in the caller's row order), then
+    # moved with the rows by the grouping (prepare's carry) or gathered in grouped order
+    # (Grouped.taken): every one is a function of its row alone
+    t_rel = t_grp.taken("value", lambda: _floats(t_grp.source[relevance_col]))
+    r_order = r_grp.taken("value", lambda: _floats(r_grp.source[order_col]))
     r_score = -r_order if by_rank else r_order
     ids = [user_col, item_col]
     t_items = t_grp.source[item_col]
     r_items = r_grp.source[item_col]
     hashed = t_items.dtype == pl.String
-    t_item = t_grp.take(item_keys(t_items))
-    r_item_source = item_keys(r_items)
-    r_item = r_grp.take(r_item_source)
+    t_item = t_grp.taken("item", lambda: item_keys(t_items))
+    r_item = r_grp.taken("item", lambda: item_keys(r_items))
     r_tie = np.zeros(0, dtype=np.int64)
     if ties == "trec":
-        r_tie = r_grp.take(trec_tie_keys(r_items, r_item_source))
+        r_tie = r_grp.take(trec_tie_keys(r_items, item_keys(r_items)))
 
     plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
     thr_idx = plan_args.thr_idx
@@ -481,7 +491,8 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
         )
         raise InputError(msg)
 
-    # means are exactly rounded sums (math.fsum): no mean depends on the order of users
+    # means are exactly rounded sums (kernels.exact.total_of, the value of math.fsum at
+    # kernel speed): no mean depends on the order of users
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = {}
@@ -495,12 +506,12 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
             values = np.where(has_recs, values, np.nan)
         if ops[j] == K.OP_HITS:
             total = den[counted].sum()
-            means[m.canonical] = math.fsum(values[counted]) / float(total) if total else math.nan
+            means[m.canonical] = total_of(values[counted]) / float(total) if total else math.nan
             sums[m.canonical] = (values[counted], int(total))
             values = values / np.where(den > 0, den, 1.0)
         else:
             n_counted = int(counted.sum())
-            means[m.canonical] = math.fsum(values[counted]) / n_counted if n_counted else math.nan
+            means[m.canonical] = total_of(values[counted]) / n_counted if n_counted else math.nan
             sums[m.canonical] = (values[counted], n_counted)
         if not counted.any():
             warnings.warn(f"no user is evaluated by {m.canonical}; its mean is NaN.", stacklevel=3)

@@ -9,6 +9,12 @@ comparison sort:
 2. a prefix sum over (code, chunk), codes first, gives each chunk its first position per code;
 3. each chunk writes its rows' indices to those positions, in row order.
 
+Integer ids in a range of at most 2^24 (:func:`radix_group`) skip the codes: the rows are
+placed by the high bits of ``id - low`` (the same three steps, at most 8192 buckets), then
+each bucket by the low 11 bits, whose per-bucket counts give every id's offset. Both passes
+keep their counters and write streams in cache, where one counting sort over 10^6 users
+scatters to 10^6 places.
+
 The sort is stable: within a code, rows keep their input order (chunks are in row order, and
 a chunk writes its rows in order), which ``ties="first"`` reads. The passes over rows are
 ``nogil`` kernels over one chunk, run on Python threads by
@@ -20,6 +26,8 @@ int64), so each kernel compiles once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import numba
 import numpy as np
 from numba import njit
@@ -28,9 +36,11 @@ from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import _slot, _table_bits, frozen
 
 __all__ = [
+    "RADIX_MAX_BITS",
     "count_runs",
     "counting_sort",
     "gather",
+    "radix_group",
     "range_codes",
     "run_offsets",
     "sort_within",
@@ -43,6 +53,11 @@ _GROUPS = 1024
 """Groups per chunk of :func:`sort_within`."""
 _INSERTION = 32
 """Groups up to this long are sorted by insertion, longer ones by merges."""
+_LOW_BITS = 11
+"""Bits of the key that :func:`radix_group`'s second pass sorts on (2048 counters)."""
+RADIX_MAX_BITS = 24
+"""Keys of at most this many bits are grouped by :func:`radix_group` (at most 8192 buckets in
+its first pass)."""
 
 
 def _n_chunks(n: int, size: int) -> int:
@@ -242,6 +257,162 @@ def counting_sort(
     order = _empty(n)
     run_chunks(_scatter_chunk, n_chunks, n_chunks, frozen(codes), counts, order)
     return offsets, order
+
+
+# ------------------------------------------------------------------------- radix groups
+
+
+@njit(cache=True, nogil=True)
+def _high_histogram_chunk(
+    c: int, n_chunks: int, values: np.ndarray, low: int, counts: np.ndarray
+) -> None:
+    n = values.shape[0]
+    row = counts[c]
+    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+        key = np.int64(np.uint64(values[i]) - np.uint64(low))
+        row[key >> _LOW_BITS] += 1
+
+
+@njit(cache=True, nogil=True)
+def _high_scatter_chunk(
+    c: int,
+    n_chunks: int,
+    values: np.ndarray,
+    low: int,
+    starts: np.ndarray,
+    packed: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    first_out: np.ndarray,
+    second_out: np.ndarray,
+) -> None:
+    """Rows placed by the key's high bits: key and row packed, and the carried values (an
+    empty ``first`` / ``second``: none)."""
+    n = values.shape[0]
+    row = starts[c]
+    carry_first = first.shape[0] != 0
+    carry_second = second.shape[0] != 0
+    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+        key = np.int64(np.uint64(values[i]) - np.uint64(low))
+        d = key >> _LOW_BITS
+        p = row[d]
+        packed[p] = (key << 32) | i
+        if carry_first:
+            first_out[p] = first[i]
+        if carry_second:
+            second_out[p] = second[i]
+        row[d] = p + 1
+
+
+@njit(cache=True, nogil=True)
+def _low_sort_chunk(
+    c: int,
+    per_chunk: int,
+    bucket_off: np.ndarray,
+    packed: np.ndarray,
+    offsets: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+) -> None:
+    """Buckets ``[c * per_chunk, (c + 1) * per_chunk)`` of the first pass, in place: each
+    one's rows copied out, counted and placed back by the key's low bits, in their order
+    (stable); ``packed`` then holds the rows' indices, and the counts give every key's
+    offset. ``first`` / ``second``: the carried values (empty: none), moved the same way."""
+    n_buckets = bucket_off.shape[0] - 1
+    width = 1 << _LOW_BITS
+    mask = width - 1
+    cnt = np.empty(width, dtype=np.int64)
+    carry_first = first.shape[0] != 0
+    carry_second = second.shape[0] != 0
+    b_lo = c * per_chunk
+    b_hi = min(n_buckets, (c + 1) * per_chunk)
+    longest = 1
+    for b in range(b_lo, b_hi):
+        longest = max(longest, bucket_off[b + 1] - bucket_off[b])
+    keep = np.empty(longest, dtype=np.int64)
+    keep_first = np.empty(longest if carry_first else 0, dtype=np.int64)
+    keep_second = np.empty(longest if carry_second else 0, dtype=np.int64)
+    for b in range(b_lo, b_hi):
+        lo = bucket_off[b]
+        hi = bucket_off[b + 1]
+        for j in range(width):
+            cnt[j] = 0
+        for a in range(lo, hi):
+            v = packed[a]
+            keep[a - lo] = v
+            cnt[(v >> 32) & mask] += 1
+        if carry_first:
+            for a in range(lo, hi):
+                keep_first[a - lo] = first[a]
+        if carry_second:
+            for a in range(lo, hi):
+                keep_second[a - lo] = second[a]
+        pos = lo
+        base = b << _LOW_BITS
+        for j in range(width):
+            offsets[base + j] = pos
+            k = cnt[j]
+            cnt[j] = pos
+            pos += k
+        for a in range(hi - lo):
+            v = keep[a]
+            j = (v >> 32) & mask
+            p = cnt[j]
+            packed[p] = v & 0xFFFFFFFF
+            if carry_first:
+                first[p] = keep_first[a]
+            if carry_second:
+                second[p] = keep_second[a]
+            cnt[j] = p + 1
+
+
+def radix_group(
+    values: np.ndarray, low: int, size: int, carry: Sequence[Callable[[], np.ndarray]] = ()
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A stable order of the rows by integer key ``values - low`` in ``[0, size)``, without
+    codes: ``(offsets, order, carried)`` with ``order[offsets[j]:offsets[j + 1]]`` the rows
+    of key ``j`` in input order (``offsets``: ``size + 1`` entries, empty keys included); the
+    same as ``np.argsort(values - low, kind="stable")``. ``carried``: the array each of
+    ``carry`` makes (at most two, each of an 8-byte dtype with one value per row) in that
+    order, ``a[order]``, moved with the rows instead of gathered after (a gather reads every
+    row at random); each is made just before the first pass and dropped after it.
+
+    ``values``: int64 (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size``
+    at most ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep
+    their counters and write streams in cache: the rows are placed by the key's high bits
+    (per-chunk histograms, as :func:`counting_sort`), then each bucket of the high bits,
+    independently and in place, by the low bits (``_LOW_BITS``), whose counts give every
+    key's offset. Memory: one array of rows per array returned, and a copy of the largest
+    bucket per chunk.
+    """
+    n = values.shape[0]
+    assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32 and len(carry) <= 2
+    none = np.zeros(0, dtype=np.int64)
+    made = [np.ascontiguousarray(make()) for make in carry]
+    assert all(a.shape == (n,) and a.dtype.itemsize == 8 for a in made)
+    dtypes = [a.dtype for a in made]
+    sources = [frozen(a.view(np.int64)) for a in made] + [frozen(none)] * (2 - len(made))
+    del made
+    n_buckets = max(1, (size + (1 << _LOW_BITS) - 1) >> _LOW_BITS)
+    n_chunks = max(1, min(4 * numba.get_num_threads(), n // _ROWS))
+    counts = np.zeros((n_chunks, n_buckets), dtype=np.int64)
+    frozen_values = frozen(values)
+    run_chunks(_high_histogram_chunk, n_chunks, n_chunks, frozen_values, int(low), counts)
+    bucket_off = np.empty(n_buckets + 1, dtype=np.int64)
+    _positions(counts, bucket_off)
+    packed = _empty(n)
+    moved = [_empty(n) for _ in carry] + [none] * (2 - len(carry))
+    args = (frozen_values, int(low), counts, packed, *sources, *moved)
+    run_chunks(_high_scatter_chunk, n_chunks, n_chunks, *args)
+    del sources
+    offsets = _empty((n_buckets << _LOW_BITS) + 1)
+    offsets[-1] = n
+    per_chunk = max(1, n_buckets // (4 * numba.get_num_threads()))
+    args = (per_chunk, frozen(bucket_off), packed, offsets, *moved)
+    run_chunks(_low_sort_chunk, _n_chunks(n_buckets, per_chunk), *args)
+    offsets[size:-1] = n
+    out = [done.view(dtype) for done, dtype in zip(moved, dtypes, strict=False)]
+    return offsets[: size + 1], packed, out
 
 
 @njit(cache=True, nogil=True)

@@ -22,6 +22,13 @@ McSherry & Najork (2008) given in docs/metrics.md; with groups of one they reduc
 definitions, computed with the same operations as trec_eval. The cascade metrics and those of
 incomplete judgments (ERR, RBP and its residual, bpref, judged) are computed by
 :func:`_cascade_value`, only when one of them is asked for.
+
+Under ``expected`` and ``first`` without cascade metrics (every threshold > 0), a list is not
+sorted: only the groups that hold a truth item can add to a metric, and each matched item's
+position and group size are counts of the scores above and equal to its own
+(:func:`_counted_groups`); the groups without one are left out (the compressed form that
+:mod:`receval.kernels.model` also passes), which gives the same values bit for bit. A user
+with more than ``COUNTED_MAX`` matched items is sorted instead.
 """
 
 from __future__ import annotations
@@ -691,6 +698,85 @@ def _reads_judgments(ops: np.ndarray) -> bool:
     return False
 
 
+COUNTED_MAX = 64
+"""Most matched items per user for which :func:`_counted_groups` counts positions (each
+costs a pass over the list); a user with more is sorted instead."""
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _counted_groups(
+    n: int,
+    rs: int,
+    r_score: np.ndarray,
+    k: int,
+    first: bool,
+    order: np.ndarray,
+    prow: np.ndarray,
+    prel: np.ndarray,
+    gpos: np.ndarray,
+    gsize: np.ndarray,
+    gmem: np.ndarray,
+    skey: np.ndarray,
+) -> int:
+    """The tie groups that hold a matched item, without sorting the list; returns their count.
+
+    ``order[:k]``, ``prow[:k]``, ``prel[:k]``: the ``k`` matched items (list index, truth row,
+    relevance), in list order. An item of score ``x`` at list index ``j`` is at position
+    ``#{score > x}`` of a group of ``#{score == x}`` items (``first``: at position
+    ``#{score > x} + #{score == x before j}``, a group of one), the same positions and sizes as
+    the stable sort by descending score and its runs of equal scores. The members end up
+    ordered by position, each group ``gi`` at ``gpos[gi]`` of size ``gsize[gi]`` with members
+    ``gmem[gi] .. gmem[gi + 1] - 1``: the compressed form :func:`_group_metrics` reads (groups
+    without a matched item add nothing to the metrics, every threshold being > 0).
+    ``skey``: scratch of ``k`` integers.
+    """
+    for a in range(k):
+        j = order[a]
+        x = r_score[rs + j]
+        above = 0
+        same = 0
+        for p in range(j):
+            v = r_score[rs + p]
+            above += v > x
+            same += v == x
+        before = same
+        for p in range(j, n):
+            v = r_score[rs + p]
+            above += v > x
+            same += v == x
+        skey[a] = above + before if first else above
+        gsize[a] = 1 if first else same
+    # members by position (insertion sort: k is small; equal positions share a group)
+    for a in range(1, k):
+        key = skey[a]
+        size = gsize[a]
+        o = order[a]
+        r = prow[a]
+        v = prel[a]
+        b = a - 1
+        while b >= 0 and skey[b] > key:
+            skey[b + 1] = skey[b]
+            gsize[b + 1] = gsize[b]
+            order[b + 1] = order[b]
+            prow[b + 1] = prow[b]
+            prel[b + 1] = prel[b]
+            b -= 1
+        skey[b + 1] = key
+        gsize[b + 1] = size
+        order[b + 1] = o
+        prow[b + 1] = r
+        prel[b + 1] = v
+    ng = 0
+    for a in range(k):
+        if a == 0 or skey[a] != skey[a - 1]:
+            gpos[ng] = skey[a]
+            gsize[ng] = gsize[a]  # ng <= a: entries not yet read
+            gmem[ng] = a
+            ng += 1
+    gmem[ng] = k
+    return ng
+
+
 @njit(cache=True, nogil=True)
 def _score_user(
     u: int,
@@ -730,8 +816,10 @@ def _score_user(
     itmp_buf: np.ndarray,
     ftmp_buf: np.ndarray,
     ideal_buf: np.ndarray,
+    gmem_buf: np.ndarray,
     cascade: np.ndarray | None,
     cbuf: np.ndarray,
+    counted: bool,
 ) -> int:
     ts = t_off[u]
     te = t_off[u + 1]
@@ -755,6 +843,35 @@ def _score_user(
         rs = r_off[g]
         n = r_off[g + 1] - rs
 
+    checked = False  # recs searched for duplicates (once: a second search finds them all)
+    if counted and ops.shape[0] != 0:
+        # the groups of the matched items only, from counts of scores (_counted_groups): no
+        # sort of the list, the same groups and values as the sort below
+        checked = True
+        if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
+            return STATUS_DUP_RECS
+        k = 0
+        for p in range(n):
+            row = rs + p
+            trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+            if trow >= 0:
+                t_match[trow] = row
+                order_buf[k] = p
+                prow_buf[k] = trow
+                prel_buf[k] = t_rel[trow]
+                k += 1
+        if k <= COUNTED_MAX:
+            ng = _counted_groups(
+                n, rs, r_score, k, policy == POLICY_FIRST, order_buf, prow_buf, prel_buf,
+                gstart_buf, gsize_buf, gmem_buf, itmp_buf,
+            )  # fmt: skip
+            _group_metrics(
+                u, n, ng, gstart_buf, gsize_buf, gmem_buf, prow_buf, prel_buf, t_gain, ts, te,
+                thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf,
+                perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+            )  # fmt: skip
+            return STATUS_OK
+
     # order the list by descending score (stable: "first" reads the input order of equal
     # scores), match it against truth; with no ranking metric requested only the matching is
     # wanted: keep input order
@@ -771,7 +888,8 @@ def _score_user(
             for p in range(n):
                 tkey_buf[p] = r_score[rs + p]
             _sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see _sort_desc
-    if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
+    dup = not checked and n > 1
+    if dup and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
     prel = prel_buf[:n]
@@ -873,6 +991,7 @@ def _rank_chunk(
     nrel: np.ndarray,
     status: np.ndarray,
     t_match: np.ndarray,
+    counted: bool,
     cascade: np.ndarray | None,
 ) -> None:
     """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
@@ -918,13 +1037,20 @@ def _rank_chunk(
     ftmp_buf = np.empty(m_max, dtype=np.float64)
     ideal_buf = np.empty(nt_max, dtype=np.float64)
     cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
+    gmem_buf = np.empty(n_max + 1, dtype=np.int64)
+    # positions counted (_counted_groups) where that gives the sorted list's values: ties
+    # "expected" or "first", no cascade metric, every threshold > 0
+    by_count = counted and cascade is None and policy in (POLICY_EXPECTED, POLICY_FIRST)
+    for c in range(thresholds.shape[0]):
+        if not thresholds[c] > 0.0:
+            by_count = False
     for u in range(lo, hi):
         status[u] = _score_user(
             u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
             thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
             tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
             gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
-            cascade, cbuf,
+            gmem_buf, cascade, cbuf, by_count,
         )  # fmt: skip
 
 
@@ -1004,7 +1130,7 @@ def frozen(array: np.ndarray) -> np.ndarray:
 
 
 def rank_users(
-    arrays: tuple[np.ndarray, ...], policy: int, n_chunks: int
+    arrays: tuple[np.ndarray, ...], policy: int, n_chunks: int, *, counted: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Run the ranking kernel over every truth user.
 
@@ -1012,7 +1138,9 @@ def rank_users(
     u2r, thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p`` (see the module docstring).
     Returns ``out`` (users x metrics), ``nrel`` (users x thresholds: |R| per threshold),
     ``status`` (per user: ok or a duplicate) and ``t_match`` (per truth row: the recs row it
-    matched, or -1).
+    matched, or -1). ``counted``: find the matched items' positions by counting scores where
+    that gives the same values (:func:`_counted_groups`); False always sorts each list (the
+    tests compare the two).
     """
     views = [frozen(a) for a in arrays]
     t_off, t_item, thresholds, ops = views[0], views[1], views[9], views[10]
@@ -1020,7 +1148,8 @@ def rank_users(
     outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
     step = (n_users + n_chunks - 1) // n_chunks
     cascade = cascade_flag(ops)
-    run_chunks(_rank_chunk, n_chunks, step, *views[:15], policy, views[15], *outputs, cascade)
+    chunk_args = (*views[:15], policy, views[15], *outputs, bool(counted), cascade)
+    run_chunks(_rank_chunk, n_chunks, step, *chunk_args)
     return outputs  # type: ignore[no-any-return]
 
 
