@@ -409,3 +409,67 @@ def test_coverage_without_train_or_items() -> None:
     assert got["coverage@1"] == want["coverage@1"] == 0.25
     assert got["gini@2"] == want["gini@2"]
     assert got.details["coverage@1"]["catalog_size"] == 4
+
+
+# ------------------------------------------------- per-user values that read the catalog's size
+
+SIZED = ["pop_serendipity@3", "ee_loss@3", "ee_disparity@3", "ee_relevance@3", "coverage@3"]
+
+
+def test_catalog_sized_metrics_need_the_catalog_before_the_first_block() -> None:
+    """pop_serendipity and ee_* give each user a value that reads the catalog's size: blocks
+    that arrive one at a time cannot know it, so the Evaluator asks for the item table."""
+    data = DATA["int"]
+    with pytest.raises(
+        InputError,
+        match=r"^\['pop_serendipity@3', 'ee_loss@3', 'ee_disparity@3', 'ee_relevance@3'\] give "
+        r"each user a value that depends on the catalog's size, which is not known while "
+        r"blocks arrive: pass items=",
+    ):
+        receval.Evaluator(SIZED, train=data["train"])
+    receval.Evaluator(["coverage@3", "ndcg@3"], train=data["train"])  # the size comes last
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize("n_blocks", [4, 13])
+def test_catalog_sized_metrics_stream_with_the_item_table(ids: str, n_blocks: int) -> None:
+    data = DATA[ids]
+    truth, recs, train = data["truth"], data["recs"], data["train"]
+    catalog = pl.concat([truth["item"], recs["item"], train["item"]]).unique().to_frame()
+    local = receval.evaluate(truth, recs, SIZED, train=train)  # truth+recs+train: the same
+    assert local.details["ee_loss@3"]["catalog_size"] == catalog.height
+    got = streamed(truth, recs, SIZED, n_blocks, seed=n_blocks, train=train, items=catalog)
+    for name in SIZED:
+        assert got[name] == local[name], name
+    assert got.per_user.equals(local.per_user)
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize("order", ["shuffled", "sorted"])
+def test_stream_engine_reads_the_catalog_first(tmp_path: Any, ids: str, order: str) -> None:
+    """engine="stream" without an item table: the catalog (truth + recs + train) is read in a
+    pass of its own before the blocks, through the partition pass and the sorted read alike,
+    so that the per-user values equal evaluate's (each block's own items gave a smaller
+    catalog before)."""
+    data = DATA[ids]
+    truth, recs, train = data["truth"], data["recs"], data["train"]
+    if order == "sorted":
+        truth, recs = (
+            truth.sort("user", maintain_order=True),
+            recs.sort("user", maintain_order=True),
+        )
+    t_path, r_path = tmp_path / "t.parquet", tmp_path / "r.parquet"
+    truth.write_parquet(t_path, row_group_size=50)
+    recs.write_parquet(r_path, row_group_size=50)
+    local = receval.evaluate(truth, recs, SIZED, train=train)
+    got = receval.evaluate(
+        t_path, r_path, SIZED, train=train, engine="stream", block_memory="2KiB",
+        sorted_by_user=order == "sorted",
+    )  # fmt: skip
+    for name in SIZED:
+        assert got[name] == local[name], name
+    assert got.per_user.equals(local.per_user)
+    assert (
+        got.details["pop_serendipity@3"]["catalog_size"]
+        == local.details["pop_serendipity@3"]["catalog_size"]
+    )

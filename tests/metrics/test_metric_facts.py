@@ -78,11 +78,11 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
     "miscalibration": ("user", frozenset({"needs_train", "needs_history", "needs_items"})),
     "unexpectedness": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
     "serendipity": ("user", frozenset({"needs_train", "needs_history", "needs_item_features"})),
-    "pop_serendipity": ("user", frozenset({"needs_train"})),
+    "pop_serendipity": ("user", frozenset({"needs_train", "uses_catalog_size"})),
     "awrf": ("user", frozenset({"needs_items", "ties_past_cutoff"})),
-    "ee_loss": ("user", frozenset({"ties_past_cutoff"})),
-    "ee_disparity": ("user", frozenset({"ties_past_cutoff"})),
-    "ee_relevance": ("user", frozenset({"ties_past_cutoff"})),
+    "ee_loss": ("user", frozenset({"ties_past_cutoff", "uses_catalog_size"})),
+    "ee_disparity": ("user", frozenset({"ties_past_cutoff", "uses_catalog_size"})),
+    "ee_relevance": ("user", frozenset({"ties_past_cutoff", "uses_catalog_size"})),
     "group_share": ("user", frozenset({"needs_items"})),
     # exposure of item groups over every list: one value, no per-user column
     "exposure_share": ("global", frozenset({"needs_items", "ties_past_cutoff"})),
@@ -94,7 +94,7 @@ FACTS: dict[str, tuple[str, frozenset[str]]] = {
 }
 FLAGS = (
     "needs_train", "needs_item_features", "thresholded", "ranks_rows", "uses_rating_range",
-    "needs_history", "needs_items", "ties_past_cutoff",
+    "needs_history", "needs_items", "ties_past_cutoff", "uses_catalog_size",
 )  # fmt: skip
 # the item-table column (and group) of the metrics that read one, for the requests below
 NAMED = {

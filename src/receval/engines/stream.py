@@ -218,14 +218,37 @@ class Evaluator:
         self._setup(plan, options, sorted_by_user)
 
     @classmethod
-    def _of(cls, plan: tuple[Metric, ...], options: Options) -> Evaluator:
-        """An Evaluator of ``plan`` with options already checked (``engine="stream"``)."""
+    def _of(
+        cls,
+        plan: tuple[Metric, ...],
+        options: Options,
+        catalog: Callable[[type[pl.DataType]], pl.Series] | None = None,
+    ) -> Evaluator:
+        """An Evaluator of ``plan`` with options already checked (``engine="stream"``);
+        ``catalog``: the distinct item ids of truth and recs, typed as asked (read before the
+        first block by the metrics whose per-user values depend on the catalog's size)."""
         ev = cls.__new__(cls)
-        ev._setup(plan, options, sorted_by_user=False)
+        ev._setup(plan, options, sorted_by_user=False, catalog=catalog)
         return ev
 
-    def _setup(self, plan: tuple[Metric, ...], options: Options, sorted_by_user: bool) -> None:
+    def _setup(
+        self,
+        plan: tuple[Metric, ...],
+        options: Options,
+        sorted_by_user: bool,
+        catalog: Callable[[type[pl.DataType]], pl.Series] | None = None,
+    ) -> None:
         """The state before the first block."""
+        sized = [m.canonical for m in plan if m.spec.uses_catalog_size]
+        if sized and options.items is None and catalog is None:
+            msg = (
+                f"{sized} give each user a value that depends on the catalog's size, which is "
+                "not known while blocks arrive: pass items= (a table of every catalog item "
+                "id) to the Evaluator, or evaluate the whole tables or files with "
+                "receval.evaluate (engine='stream' reads the catalog first)."
+            )
+            raise InputError(msg)
+        self._catalog_of = catalog
         self._inputs = options.inputs
         self._kinds = options.kinds
         self._relevance_col = options.relevance_col
@@ -281,7 +304,8 @@ class Evaluator:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
         context = self._context
-        if context.items is None:  # the block's catalog: its items (+ train's); codes -> ids
+        if context.items is None and context.catalog is None:
+            # the block's catalog: its items (+ train's); codes -> ids
             ids = [t[item_col].cast(self._kind), r[item_col].cast(self._kind)]
             if self._train is not None:
                 ids.append(self._train[item_col])
@@ -490,8 +514,14 @@ class Evaluator:
         )  # fmt: skip
         context = build_context(self._plan, self._options, sources)
         source = "truth+recs" + ("+train" if train is not None else "")
-        self._context = replace(  # each block gets its own catalog; the final one is merged
-            context, catalog=None, catalog_source=source if context.items is None else None
+        catalog = None  # each block gets its own catalog; the final one is merged
+        if context.items is None and self._catalog_of is not None:  # the whole one, read first
+            ids = [self._catalog_of(kind)]
+            if self._train is not None:
+                ids.append(self._train[item_col])
+            catalog = pl.concat(ids).unique().sort()
+        self._context = replace(
+            context, catalog=catalog, catalog_source=source if context.items is None else None
         )
 
     def _absorb(self, out: ShardOutput, context: Context, t: pl.DataFrame, r: pl.DataFrame) -> None:
@@ -610,6 +640,8 @@ class Evaluator:
         assert self._context is not None
         if self._context.items is not None:
             return None  # every block reported the item table's size
+        if self._context.catalog is not None:
+            return self._context.catalog.len()  # read before the first block
         ids = list(self._items)
         if self._train is not None:
             ids.append(self._train[item_col])
@@ -715,8 +747,20 @@ def evaluate_stream(
         {**inputs.formats, "truth": None, "recs": None},
     )
 
+    def catalog(kind: type[pl.DataType]) -> pl.Series:
+        """The distinct items of truth and recs, one streaming pass over each."""
+        item_col, sides = inputs.item_col, []
+        pairs: tuple[tuple[pl.LazyFrame, Role], ...] = ((t_lf, "truth"), (r_lf, "recs"))
+        for lf, role in pairs:
+            distinct = lf.select(pl.col(item_col).unique()).collect(engine="streaming")
+            distinct = cast_ids(distinct, role, {item_col: kinds["item"]})
+            sides.append(distinct[item_col].drop_nulls().cast(kind))
+        return pl.concat(sides)
+
+    sized = options.items is None and any(m.spec.uses_catalog_size for m in plan)
+
     def evaluator() -> Evaluator:
-        ev = Evaluator._of(plan, replace(options, inputs=read))
+        ev = Evaluator._of(plan, replace(options, inputs=read), catalog if sized else None)
         ev._check_users = False  # the blocks below hold disjoint users by construction
         return ev
 

@@ -249,6 +249,10 @@ class MetricSpec:
     """Under ``ties="expected"``, items tied with the K-th item past the cutoff share the
     attention of the list's positions: the metric reads recommendations beyond K (a model
     source's top-K lists do not hold them)."""
+    uses_catalog_size: bool = False
+    """Each user's value depends on the catalog's size (the item table's, else the distinct
+    items of truth, recs and train): an engine that sees the users a block at a time needs
+    the whole catalog before the first block."""
 
     def __post_init__(self) -> None:
         if self.aggregation_by is None:
@@ -1219,6 +1223,7 @@ def _beyond(
     needs_history: bool = False,
     needs_items: bool = False,
     ties_past_cutoff: bool = False,
+    uses_catalog_size: bool = False,
 ) -> MetricSpec:
     return register(
         MetricSpec(
@@ -1239,6 +1244,7 @@ def _beyond(
             needs_history=needs_history,
             needs_items=needs_items,
             ties_past_cutoff=ties_past_cutoff,
+            uses_catalog_size=uses_catalog_size,
         )
     )
 
@@ -1456,6 +1462,7 @@ POP_SERENDIPITY = _beyond(
         "without repeated (user, item) rows (RecTools counts rows, receval distinct users)"
     ),
     needs_train=True,
+    uses_catalog_size=True,
 )
 AWRF = _beyond(
     "awrf",
@@ -1508,6 +1515,7 @@ EE_LOSS = _beyond(
     variants=_EE_VARIANTS,
     properties=_NONNEG,
     ties_past_cutoff=True,
+    uses_catalog_size=True,
 )
 EE_DISPARITY = _beyond(
     "ee_disparity",
@@ -1522,6 +1530,7 @@ EE_DISPARITY = _beyond(
     variants=_EE_VARIANTS,
     properties=_NONNEG,
     ties_past_cutoff=True,
+    uses_catalog_size=True,
 )
 EE_RELEVANCE = _beyond(
     "ee_relevance",
@@ -1535,6 +1544,7 @@ EE_RELEVANCE = _beyond(
     variants=_EE_VARIANTS,
     properties=_NONNEG,
     ties_past_cutoff=True,
+    uses_catalog_size=True,
 )
 GROUP_SHARE = _beyond(
     "group_share",
