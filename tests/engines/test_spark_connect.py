@@ -12,6 +12,10 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
+pytestmark = pytest.mark.slow  # a Spark Connect server: CI runs it after the README's tests
+
 SCRIPT = textwrap.dedent(
     """
     import math, os, sys, warnings

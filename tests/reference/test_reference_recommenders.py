@@ -123,6 +123,7 @@ def _ours(case: dict[str, Any]) -> receval.Result:
     )  # fmt: skip
 
 
+@pytest.mark.slow  # builds a side environment: CI runs it after the README's tests
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_equals_recommenders(recommenders_python: Path, tmp_path: Path, seed: int) -> None:
     case = _case(seed)

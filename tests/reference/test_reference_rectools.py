@@ -93,6 +93,7 @@ def _case(seed: int) -> tuple[list[list[object]], list[list[object]]]:
     return truth, reco
 
 
+@pytest.mark.slow  # builds a side environment: CI runs it after the README's tests
 @pytest.mark.parametrize("seed", [0, 1])
 def test_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> None:
     truth, reco = _case(seed)
@@ -148,6 +149,7 @@ def _serendipity_case(seed: int) -> dict[str, list[Any]]:
             "catalog": list(range(45))}  # fmt: skip
 
 
+@pytest.mark.slow  # builds a side environment: CI runs it after the README's tests
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pop_serendipity_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> None:
     case = _serendipity_case(seed)
