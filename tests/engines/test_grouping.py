@@ -230,6 +230,56 @@ def test_group_by_user_equals_stable_sort(name: str) -> None:
     assert grouped.take(frame["item"].to_numpy()).tolist() == want["item"].to_list()
 
 
+def _string_frames() -> dict[str, pl.DataFrame]:
+    """String user ids laid out for each way of :func:`_layout._group_strings`."""
+    rng = np.random.default_rng(11)
+    n = 2000
+    users = pl.Series("user", [f"u{u}" for u in rng.integers(0, 150, n)])
+    frame = pl.DataFrame({"user": users, "item": np.arange(n), "score": rng.random(n)})
+    grouped = frame.sort("user", descending=True, maintain_order=True)
+    pairs = pl.DataFrame({"user": [f"p{i // 2}" for i in range(n)], "item": np.arange(n)})
+    return {
+        "long runs, each user once": grouped,
+        "long runs, users repeated": pl.concat([grouped.head(900), grouped.tail(1100), grouped]),
+        "in many chunks": pl.concat([grouped.slice(i, 97) for i in range(0, n, 97)], rechunk=False),
+        "runs of two rows, each user once": pairs,  # 2 * runs == rows: the run path
+        "runs of one or two rows": pairs.filter(pl.col("item") % 4 != 0),  # the hash path
+        "grouped head, shuffled rest": pl.concat([grouped.head(1000), frame.tail(1000)]),
+        "shuffled head, grouped rest": pl.concat([frame.head(300), grouped]),
+        "shuffled": frame,
+        "one user": frame.with_columns(pl.lit("x").alias("user")),
+        "empty strings among ids": frame.with_columns(
+            pl.when(pl.col("item") % 7 == 0).then(pl.lit("")).otherwise("user").alias("user")
+        ),
+        "empty": frame.head(0),
+    }
+
+
+@pytest.mark.parametrize("sample", [1 << 16, 64])
+@pytest.mark.parametrize("collide", [False, True])
+@pytest.mark.parametrize("name", list(_string_frames()))
+def test_group_by_user_of_string_ids_equals_stable_sort(
+    name: str, collide: bool, sample: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every way of grouping string ids (runs counted or hashed, the head's sample telling
+    right or wrong, hashes that collide) gives the stable sort's layout, carried arrays
+    included."""
+    frame = _string_frames()[name]
+    monkeypatch.setattr(_layout, "_RUNS_SAMPLE", sample)
+    if collide:  # many distinct ids share a "hash" (their length)
+        collide_bits = lambda s: np.ascontiguousarray(s.str.len_bytes().to_numpy(), dtype=np.int64)  # noqa: E731
+        monkeypatch.setattr(_layout, "_string_bits", collide_bits)
+    keys, offsets, want = _grouped_by_sort(frame, "user")
+    items = frame["item"].to_numpy().astype(np.int64)
+    grouped = _layout.group_by_user(frame, "user", {"item": lambda: items * 3})
+    assert grouped.keys.to_list() == keys
+    assert grouped.keys.dtype == pl.String and grouped.keys.name == "user"
+    assert grouped.offsets.tolist() == offsets
+    assert grouped.frame.equals(want)
+    assert (grouped.order is None) == frame.equals(want)
+    assert grouped.taken("item", lambda: items).tolist() == (want["item"] * 3).to_list()
+
+
 def test_group_by_user_moves_no_row_of_grouped_input() -> None:
     frame = pl.DataFrame({"user": [7, 7, 2, 9, 9, 9], "item": [1, 2, 3, 4, 5, 6]})
     grouped = _layout.group_by_user(frame, "user")

@@ -389,7 +389,9 @@ def group_by_user(
     users = frame[user_col]
     n = users.len()
     bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
-    runs = bits if bits is not None else _run_ids(users)
+    if bits is None:
+        return _group_strings(frame, users, user_col, makers)
+    runs = bits
     n_runs = G.count_runs(runs)
     if 2 * n_runs <= n:  # long runs: the runs' users suffice to tell and to code
         run_off = G.run_offsets(runs, n_runs)
@@ -412,6 +414,68 @@ def group_by_user(
             return Grouped(frame, run_keys, run_off, carried=carried)
         if radix is not None:
             return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
+    return _counting_grouped(frame, codes, keys, user_col, makers)
+
+
+_RUNS_SAMPLE = 1 << 16
+"""Rows at the head of a string user column whose runs tell whether to count its runs."""
+
+
+def _group_strings(
+    frame: pl.DataFrame,
+    users: pl.Series,
+    user_col: str,
+    makers: dict[str, Callable[[], np.ndarray]],
+) -> Grouped:
+    """:func:`group_by_user` for string ids (the same rows, users and order).
+
+    When the first rows come in long runs, Polars' ``rle`` of the column gives its runs
+    (chunk by chunk: neither a rechunked copy of the strings nor a run id per row), and the
+    runs' users alone are told apart and, if one repeats, coded. Otherwise every row is coded
+    by the hash of its id, whose runs are the column's runs once the hash is found exact on
+    these ids (:func:`_hashed_codes`). Which way only changes the time taken, never the
+    result."""
+    n = users.len()
+    head = users.slice(0, _RUNS_SAMPLE)
+    if 2 * head.rle_id().n_unique() <= head.len():  # long runs likely: count them exactly
+        runs = users.rle()
+        n_runs = runs.len()
+        if 2 * n_runs <= n:
+            run_off = np.zeros(n_runs + 1, dtype=np.int64)
+            np.cumsum(runs.struct.field("len").to_numpy(), out=run_off[1:])
+            run_users = runs.struct.field("value").alias(user_col)
+            del runs
+            if run_users.n_unique() == n_runs:  # every user in one run: grouped already
+                carried = {name: make() for name, make in makers.items()}
+                return Grouped(frame, run_users, run_off, carried=carried)
+            codes, keys = user_codes(run_users)
+            codes = np.repeat(codes, np.diff(run_off))
+            return _counting_grouped(frame, codes, keys, user_col, makers)
+        del runs  # many short runs after all: code every row
+    hashes = _string_bits(users)
+    codes, keys, exact = _hashed_codes(users, hashes)
+    # equal hashes of adjacent rows mean equal ids when the hash is exact on these ids
+    runs_of = hashes if exact else _run_ids(users)
+    n_runs = G.count_runs(runs_of)
+    if keys.len() == n_runs:  # every user in one run: grouped already
+        run_off = G.run_offsets(runs_of, n_runs)
+        del hashes, runs_of, codes
+        run_keys = users.gather(run_off[:-1]).alias(user_col)
+        carried = {name: make() for name, make in makers.items()}
+        return Grouped(frame, run_keys, run_off, carried=carried)
+    del hashes, runs_of
+    return _counting_grouped(frame, codes, keys, user_col, makers)
+
+
+def _counting_grouped(
+    frame: pl.DataFrame,
+    codes: np.ndarray,
+    keys: pl.Series,
+    user_col: str,
+    makers: dict[str, Callable[[], np.ndarray]],
+) -> Grouped:
+    """Rows grouped by a stable counting sort of their user ``codes`` (``keys[code]``: the
+    user), the arrays ``makers`` make moved with them."""
     offsets, order = G.counting_sort(codes, keys.len())
     carried = {name: G.gather(np.ascontiguousarray(make()), order) for name, make in makers.items()}
     return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
@@ -501,16 +565,31 @@ def user_codes(ids: pl.Series, *, bits: np.ndarray | None = None) -> tuple[np.nd
         if high - low <= 2 * n + (1 << 20):
             codes, present = G.range_codes(bits, _low_bits(low), high - low + 1)
             return codes, _range_keys(ids, np.flatnonzero(present), low)
-    if bits is None:
-        bits = _string_bits(ids)
+    if bits is not None:
+        return _table_codes(ids, bits)
+    codes, keys, _ = _hashed_codes(ids, _string_bits(ids))
+    return codes, keys
+
+
+def _table_codes(ids: pl.Series, bits: np.ndarray) -> tuple[np.ndarray, pl.Series]:
+    """:func:`user_codes` through a hash table of the distinct ``bits`` (one int64 per id,
+    equal ids equal bits)."""
     first = pl.Series(bits).arg_unique().to_numpy()
     distinct = ids.gather(first)
     by_id = distinct.arg_sort().to_numpy()
     codes = G.table_codes(bits, np.ascontiguousarray(bits[first[by_id]]))
-    keys = distinct.gather(by_id)
-    if ids.dtype == pl.String and not bool((keys.gather(codes) == ids).all()):
-        return _exact_codes(ids)  # two distinct ids share a hash
-    return codes, keys
+    return codes, distinct.gather(by_id)
+
+
+def _hashed_codes(ids: pl.Series, hashes: np.ndarray) -> tuple[np.ndarray, pl.Series, bool]:
+    """:func:`user_codes` of string ``ids`` keyed by their ``hashes`` (:func:`_string_bits`),
+    and whether those hashes are exact on them (distinct ids, distinct hashes): when two
+    distinct ids share a hash, an exact coding instead."""
+    codes, keys = _table_codes(ids, hashes)
+    if not bool((keys.gather(codes) == ids).all()):
+        codes, keys = _exact_codes(ids)  # two distinct ids share a hash
+        return codes, keys, False
+    return codes, keys, True
 
 
 def _string_bits(ids: pl.Series) -> np.ndarray:
