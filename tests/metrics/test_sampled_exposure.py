@@ -238,13 +238,13 @@ def test_other_metrics_are_refused_by_name() -> None:
 
 
 def test_engines_without_sampled_rankings_are_refused() -> None:
+    """Model sources, sampling= and segments= (the Spark engine takes sampled rankings:
+    tests/engines/test_spark_samples.py)."""
     recs = bad_frame().filter(pl.col("sample") == 1)
     model = receval.FactorModel(np.ones((1, 2)), np.ones((2, 2)), user_ids=["u"],
                                 item_ids=["a", "b"])  # fmt: skip
     with pytest.raises(receval.InputError, match=r"model source .* one deterministic ranking"):
         receval.evaluate({"u": {"a": 1}}, model, "ee_loss@1", sample_col="sample")
-    with pytest.raises(receval.InputError, match=r"not with the Spark engine"):
-        receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample", engine="spark")
     with pytest.raises(receval.InputError, match=r"not with sampling="):
         receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample",
                          sampling=receval.Sampling(10))  # fmt: skip
