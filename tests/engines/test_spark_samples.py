@@ -6,8 +6,10 @@ train pairs carry a null sample), and each shard splits its users' samples as th
 engine does (:func:`receval.engines.shard.run_shard`). The Result equals the local engine's
 bit for bit (``assert_same``: means, per_user, counts, details, settings) for ee_loss,
 ee_disparity and ee_relevance, scores and ranks, integer and text ids, 1 and 7 shards,
-ties "expected" (frames repartitioned at random) and "first" (frames built in order); bad
-sampled rankings raise on an executor and come back as the local engine's InputError.
+ties "expected" and "first", on frames built in order: a user's samples are summed in the
+order of its rows, so a frame repartitioned at random (another order of a user's rows)
+equals the local engine's result to rounding only. Bad sampled rankings raise on an
+executor and come back as the local engine's InputError.
 
 pyspark is a test dependency: a missing pyspark fails this module, it is never skipped.
 """
@@ -76,7 +78,8 @@ def sampled_case(
     t = pl.DataFrame(truth, schema=["user", "item", "relevance"], orient="row")
     t = t.with_columns(pl.col("relevance").cast(pl.Float64))
     items = pl.DataFrame({"item": range(35)})
-    train = pl.DataFrame({"user": [u % 60 for u in range(200)], "item": [u % 33 for u in range(200)]})
+    pairs = [(u % 60, u % 33) for u in range(200)]  # repeated pairs; recs items among them
+    train = pl.DataFrame(pairs, schema=["user", "item"], orient="row")
     if str_ids:
         recs = recs.with_columns(pl.col("user", "item").cast(pl.String))
         t = t.with_columns(pl.col("user", "item").cast(pl.String))
@@ -104,13 +107,30 @@ def test_equals_the_local_engine(spark: SparkSession, ties: str, ids: str, by_ra
     if by_rank:
         options["rank_col"] = "rank"
     want = receval.evaluate(t, recs, NAMES, **options)
-    # ties="first" follows input order: the frames are then built in order
-    repartition = 5 if ties == "expected" else None
-    truth_df, recs_df = to_spark(spark, t, repartition), to_spark(spark, recs, repartition)
+    # a user's rows in input order (the order its samples are summed in): frames built in order
+    truth_df, recs_df = to_spark(spark, t, None), to_spark(spark, recs, None)
     for partitions in (1, 7):
         got = receval.evaluate(truth_df, recs_df, NAMES, partitions=partitions, **options)
         assert_same(got, want)
     assert want.counts.evaluated > 0 and want.per_user.height == 120
+
+
+def test_repartitioned_at_random_equals_to_rounding(spark: SparkSession) -> None:
+    """Rows repartitioned at random: another order of each user's rows, so its samples are
+    summed in another order; per-user values equal the local engine's to rounding (and
+    exactly, the local engine's on the rows in the order Spark read them)."""
+    t, recs, items, _ = sampled_case(True, False)
+    options: dict[str, Any] = {"sample_col": "sample", "items": items}
+    want = receval.evaluate(t, recs, NAMES, **options)
+    got = receval.evaluate(to_spark(spark, t, 5), to_spark(spark, recs, 5), NAMES, **options)
+    assert got.counts == want.counts
+    assert got.per_user["user"].to_list() == want.per_user["user"].to_list()
+    for name in want.means:
+        col = receval.parse_metric(name).canonical
+        assert got[name] == pytest.approx(want[name], rel=1e-13, abs=1e-15)
+        assert got.per_user[col].to_list() == pytest.approx(
+            want.per_user[col].to_list(), rel=1e-13, abs=1e-15
+        )
 
 
 def test_one_sample_equals_the_deterministic_metric(spark: SparkSession) -> None:
@@ -134,7 +154,9 @@ def test_catalog_from_the_data_and_train(spark: SparkSession, train_kind: str) -
     assert want.counts.recs_in_train is not None and want.counts.recs_in_train > 0
     if train_kind == "spark":
         options["train"] = to_spark(spark, train, 2)
-    got = receval.evaluate(to_spark(spark, t, 4), to_spark(spark, recs, 4), NAMES, **options)
+    got = receval.evaluate(
+        to_spark(spark, t, None), to_spark(spark, recs, None), NAMES, partitions=7, **options
+    )
     assert_same(got, want)
     assert got.counts.recs_in_train == want.counts.recs_in_train
 
@@ -143,7 +165,7 @@ def test_evaluate_spark_takes_sample_col(spark: SparkSession) -> None:
     t, recs, items, _ = sampled_case(False, True)
     want = receval.evaluate(t, recs, NAMES, items=items, rank_col="rank", sample_col="sample")
     got = engine.evaluate_spark(
-        to_spark(spark, t, 2), to_spark(spark, recs, 2), NAMES, items=items, rank_col="rank",
+        to_spark(spark, t, None), to_spark(spark, recs, None), NAMES, items=items, rank_col="rank",
         sample_col="sample", partitions=3,
     )  # fmt: skip
     assert_same(got, want)
@@ -216,7 +238,7 @@ def test_other_metrics_fail_before_any_job(
                          sampling=receval.Sampling(10))  # fmt: skip
 
 
-def test_missing_sample_column_runs_no_shard(
+def test_missing_or_float_sample_column_runs_no_shard(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def no_shard(*args: Any, **kwargs: Any) -> None:
@@ -226,3 +248,6 @@ def test_missing_sample_column_runs_no_shard(
     recs = to_spark(spark, bad_frame().filter(pl.col("sample") == 1), None)
     with pytest.raises(InputError, match=r"recs is missing column 'draw' \(sample_col"):
         receval.evaluate(to_spark(spark, TRUTH, None), recs, "ee_loss", sample_col="draw")
+    floats = to_spark(spark, bad_frame().with_columns(pl.col("sample").cast(pl.Float64)), None)
+    with pytest.raises(InputError, match=r"column 'sample' holds ids and must be integers or str"):
+        receval.evaluate(to_spark(spark, TRUTH, None), floats, "ee_loss", sample_col="sample")

@@ -404,7 +404,8 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
         )  # fmt: skip
         sample_col = spec.options.sample_col
         recs = rows.filter(pl.col("__side") == 1).select(
-            *[pl.col(k).alias(v) for k, v in names.items()], pl.col("__v").alias(spec.order_col),
+            *[pl.col(k).alias(v) for k, v in names.items()],
+            pl.col("__v").alias(spec.order_col),
             *([] if sample_col is None else [pl.col("__s").alias(sample_col)]),
         )
         if truth.height == 0 and recs.height == 0:
