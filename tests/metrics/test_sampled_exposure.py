@@ -251,7 +251,9 @@ def test_engines_without_sampled_rankings_are_refused() -> None:
     with pytest.raises(receval.InputError, match=r"not evaluated by segment"):
         receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample",
                          segments={"u": "s1"})  # fmt: skip
-    ev = receval.Evaluator("ee_loss@1", sample_col="sample")
+    ev = receval.Evaluator(
+        "ee_loss@1", sample_col="sample", items=pl.DataFrame({"item": ["a", "b"]})
+    )
     with pytest.raises(receval.InputError, match=r"update_scores gives one deterministic"):
         ev.update_scores(["u"], np.ones((1, 2)), {"u": {0: 1}})
     with pytest.raises(receval.MetricError, match=r"not \['ndcg@1'\]"):
