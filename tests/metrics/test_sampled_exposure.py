@@ -305,6 +305,13 @@ def test_stream_and_shards_equal_local_bit_for_bit(str_ids: bool, ties: str) -> 
     sharded = evaluate_sharded(t, recs, names, items=items, n_shards=5, **opts)
     without_items = receval.evaluate(t, recs, names, **opts)  # the catalog: truth + recs
     sharded_without = evaluate_sharded(t, recs, names, n_shards=5, **opts)
+    # train=: recs_in_train counts each (user, item) pair of the samples once
+    train = t.with_columns(pl.col("user").cast(pl.String).cast(t.schema["user"]))
+    with_train = receval.evaluate(t, recs, names, items=items, train=train, **opts)
+    sharded_train = evaluate_sharded(t, recs, names, items=items, train=train, n_shards=5, **opts)
+    assert with_train.counts.recs_in_train
+    assert sharded_train.counts == with_train.counts
+    assert sharded_train.per_user.equals(with_train.per_user)
     for other, base in ((stream, local), (sharded, local), (sharded_without, without_items)):
         assert other.per_user.equals(base.per_user)
         assert other.means == base.means
