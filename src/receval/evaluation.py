@@ -200,8 +200,8 @@ def evaluate(
         A recs column naming each row's sampled ranking: a stochastic ranker given as several
         sampled rankings per user (Diaz et al. 2020). Only ``ee_loss``, ``ee_disparity`` and
         ``ee_relevance`` accept it (each item's exposure is its mean over the user's samples;
-        any other metric raises :class:`~receval.MetricError`); recommendation tables, local
-        and streaming engines (docs/fairness.md).
+        any other metric raises :class:`~receval.MetricError`); recommendation tables, local,
+        streaming and Spark engines (docs/fairness.md).
 
     Returns
     -------
@@ -249,7 +249,7 @@ def evaluate(
         sample_col=sample_col,
     )  # fmt: skip
     if sample_col is not None:
-        _check_sampled(parse_metrics(metrics), recs, sample_col, use_spark, sampling)
+        _check_sampled(parse_metrics(metrics), recs, sample_col, sampling)
     if use_spark and sampling is not None:
         msg = "sampling= runs on the local engine, not Spark: collect the inputs, or leave it out."
         raise InputError(msg)
@@ -343,11 +343,9 @@ def _with_segments(args: dict[str, Any]) -> Result:
     return whole.with_segments(frame, results)
 
 
-def _check_sampled(
-    plan: tuple[Metric, ...], recs: Any, sample_col: str, spark: bool, sampling: Any
-) -> None:
+def _check_sampled(plan: tuple[Metric, ...], recs: Any, sample_col: str, sampling: Any) -> None:
     """``sample_col``: only the metrics over a stochastic ranking, on a recommendation table
-    read by the local or streaming engine."""
+    (local, streaming and Spark engines), without ``sampling=``."""
     check_sampled_metrics(plan, sample_col)
     if is_model(recs):
         msg = (
@@ -356,11 +354,10 @@ def _check_sampled(
             "leave sample_col out, or evaluate a table of sampled rankings."
         )
         raise InputError(msg)
-    if spark or sampling is not None:
-        what = "sampling=" if sampling is not None else "the Spark engine"
+    if sampling is not None:
         msg = (
-            f"sample_col= runs on the local and streaming engines, not with {what}: collect "
-            "the sampled rankings into one table, or leave sample_col out."
+            "sample_col= runs on the local, streaming and Spark engines, not with sampling=: "
+            "leave sampling= or sample_col out."
         )
         raise InputError(msg)
 

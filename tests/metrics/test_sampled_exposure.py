@@ -238,20 +238,22 @@ def test_other_metrics_are_refused_by_name() -> None:
 
 
 def test_engines_without_sampled_rankings_are_refused() -> None:
+    """Model sources, sampling= and segments= (the Spark engine takes sampled rankings:
+    tests/engines/test_spark_samples.py)."""
     recs = bad_frame().filter(pl.col("sample") == 1)
     model = receval.FactorModel(np.ones((1, 2)), np.ones((2, 2)), user_ids=["u"],
                                 item_ids=["a", "b"])  # fmt: skip
     with pytest.raises(receval.InputError, match=r"model source .* one deterministic ranking"):
         receval.evaluate({"u": {"a": 1}}, model, "ee_loss@1", sample_col="sample")
-    with pytest.raises(receval.InputError, match=r"not with the Spark engine"):
-        receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample", engine="spark")
     with pytest.raises(receval.InputError, match=r"not with sampling="):
         receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample",
                          sampling=receval.Sampling(10))  # fmt: skip
     with pytest.raises(receval.InputError, match=r"not evaluated by segment"):
         receval.evaluate({"u": {"a": 1}}, recs, "ee_loss", sample_col="sample",
                          segments={"u": "s1"})  # fmt: skip
-    ev = receval.Evaluator("ee_loss@1", sample_col="sample")
+    ev = receval.Evaluator(
+        "ee_loss@1", sample_col="sample", items=pl.DataFrame({"item": ["a", "b"]})
+    )
     with pytest.raises(receval.InputError, match=r"update_scores gives one deterministic"):
         ev.update_scores(["u"], np.ones((1, 2)), {"u": {0: 1}})
     with pytest.raises(receval.MetricError, match=r"not \['ndcg@1'\]"):
@@ -303,6 +305,13 @@ def test_stream_and_shards_equal_local_bit_for_bit(str_ids: bool, ties: str) -> 
     sharded = evaluate_sharded(t, recs, names, items=items, n_shards=5, **opts)
     without_items = receval.evaluate(t, recs, names, **opts)  # the catalog: truth + recs
     sharded_without = evaluate_sharded(t, recs, names, n_shards=5, **opts)
+    # train=: recs_in_train counts each (user, item) pair of the samples once
+    train = t.with_columns(pl.col("user").cast(pl.String).cast(t.schema["user"]))
+    with_train = receval.evaluate(t, recs, names, items=items, train=train, **opts)
+    sharded_train = evaluate_sharded(t, recs, names, items=items, train=train, n_shards=5, **opts)
+    assert with_train.counts.recs_in_train
+    assert sharded_train.counts == with_train.counts
+    assert sharded_train.per_user.equals(with_train.per_user)
     for other, base in ((stream, local), (sharded, local), (sharded_without, without_items)):
         assert other.per_user.equals(base.per_user)
         assert other.means == base.means

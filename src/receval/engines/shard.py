@@ -546,6 +546,8 @@ def evaluate_sharded(
         merger.add({**out.stats, "states": {k: st.detach() for k, st in states.items()}})
     per_user = pl.concat(frames).sort(user_col)
     if pairs is not None:  # the shards have checked truth and recs
+        if sample_col is not None:  # sampled rankings: each (user, item) pair once
+            r = r.unique([user_col, item_col], maintain_order=True)
         merger.in_train = B.in_train_counts(t_users, r, pairs, user_col, item_col)
     if per_user.width == 1 and per_user.height == 0:
         per_user = pl.DataFrame({user_col: t[user_col].head(0)})

@@ -402,8 +402,11 @@ def _shard_task(spec: ShardSpec, user_type: Any, n_metrics: int, threads: int) -
             pl.col("__u").alias(spec.user_col), pl.col("__i").alias(spec.item_col),
             pl.col("__v").alias(spec.relevance_col),
         )  # fmt: skip
+        sample_col = spec.options.sample_col
         recs = rows.filter(pl.col("__side") == 1).select(
-            *[pl.col(k).alias(v) for k, v in names.items()], pl.col("__v").alias(spec.order_col)
+            *[pl.col(k).alias(v) for k, v in names.items()],
+            pl.col("__v").alias(spec.order_col),
+            *([] if sample_col is None else [pl.col("__s").alias(sample_col)]),
         )
         if truth.height == 0 and recs.height == 0:
             return  # train rows of users without truth or recs: nothing to evaluate
@@ -527,6 +530,7 @@ def evaluate_spark(
     id_type: IdTypeArg = "auto",
     columns: Any = None,
     input_format: Any = None,
+    sample_col: str | None = None,
 ) -> Result:
     """:func:`receval.evaluate` with Spark (see the module doc); same arguments and Result.
 
@@ -540,8 +544,11 @@ def evaluate_spark(
         relevance_col=relevance_col, ties=ties, relevance_threshold=relevance_threshold,
         no_recs=no_recs, train=train, items=items, item_features=item_features,
         rating_range=rating_range, id_type=id_type, columns=columns, input_format=input_format,
+        sample_col=sample_col,
     )  # fmt: skip
     plan = parse_metrics(metrics)
+    if sample_col is not None:
+        B.check_sampled_metrics(plan, sample_col)
     return _evaluate_spark(truth, recs, plan, options, spark, partitions)
 
 
@@ -606,6 +613,12 @@ def _evaluate_spark(
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
     item_type = t_empty.schema[item_col]
+    sample_col = options.sample_col
+    if sample_col is not None:  # the column and its type, before any job; values per shard
+        B.split_samples(
+            r_empty, user_col=user_col, item_col=item_col, order_col=order_col,
+            sample_col=sample_col, by_rank=spec.by_rank, allow_empty=True,
+        )  # fmt: skip
     t = t.select(
         F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
         F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
@@ -615,7 +628,10 @@ def _evaluate_spark(
         F.col(user_col).cast(_spark_type(user_type)).alias("__u"),
         F.col(item_col).cast(_spark_type(item_type)).alias("__i"),
         F.col(order_col).cast("double").alias("__v"),
+        *([] if sample_col is None else [F.col(sample_col).alias("__s")]),
     )
+    if sample_col is not None:  # truth rows (and train pairs) carry a null sample
+        t = t.withColumn("__s", F.lit(None).cast(r.schema["__s"].dataType))
     kind = pl.String if item_type == pl.String else pl.Int64
     train = options.train
     if train is not None and not is_spark_frame(train):  # a local train, read once
@@ -636,10 +652,13 @@ def _evaluate_spark(
     )
     if context.history is not None:  # each shard gets its own users' train pairs
         pairs = _history_rows(spark, train, user_type, item_type, kinds, inputs, user_col, item_col)
+        pairs = pairs.withColumn("__v", F.lit(None).cast("double"))
+        if sample_col is not None:
+            pairs = pairs.withColumn("__s", F.lit(None).cast(r.schema["__s"].dataType))
         rows = rows.unionByName(
-            pairs.withColumn("__v", F.lit(None).cast("double"))
-            .withColumn("__side", F.lit(2).cast("tinyint"))
-            .withColumn("__row", F.monotonically_increasing_id())
+            pairs.withColumn("__side", F.lit(2).cast("tinyint")).withColumn(
+                "__row", F.monotonically_increasing_id()
+            )
         )
     if not partitions:
         partitions = _default_partitions(spark, t, r)
@@ -655,8 +674,9 @@ def _evaluate_spark(
     try:
         with _executor_errors():
             in_train = None
-            if train is not None:
-                in_train = _in_train_job(spark, t, r, train, spec, user_type, kinds, inputs)
+            if train is not None:  # sampled rankings: each (user, item) pair once
+                pairs_r = r if sample_col is None else r.select("__u", "__i").distinct()
+                in_train = _in_train_job(spark, t, pairs_r, train, spec, user_type, kinds, inputs)
             return _finish(spark, spec, out, columns, user_type, partitions, in_train)
     finally:
         if global_rows:
