@@ -19,11 +19,8 @@ three packages that module imports, pinned (a pandas 3 copy-on-write would turn 
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import subprocess
-import venv
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +28,7 @@ import polars as pl
 import pytest
 
 import receval
+from helpers import side_env
 
 _PACKAGES = (["--no-deps", "recommenders==1.2.1"],
              ["numpy==2.4.6", "pandas==2.3.3", "scikit-learn==1.9.1"])  # fmt: skip
@@ -67,19 +65,7 @@ print(json.dumps(out))
 @pytest.fixture(scope="session")
 def recommenders_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with Microsoft Recommenders' evaluation module."""
-    home = tmp_path_factory.mktemp("recommenders-venv")
-    venv.create(home, with_pip=True)
-    python = home / "bin" / "python"
-    for packages in _PACKAGES:
-        done = subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", *packages],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode == 0, f"could not install {packages}: {done.stderr[-2000:]}"
-    return python
+    return side_env.build(tmp_path_factory.mktemp("recommenders-venv"), _PACKAGES)
 
 
 def _case(seed: int) -> dict[str, Any]:
@@ -129,17 +115,7 @@ def test_equals_recommenders(recommenders_python: Path, tmp_path: Path, seed: in
     case = _case(seed)
     in_train = {i for _, i in case["train"]}
     case["reco"] = [r for r in case["reco"] if r[1] in in_train]  # coverage's catalog: train
-    data = tmp_path / "case.json"
-    data.write_text(json.dumps(case), encoding="utf-8")
-    done = subprocess.run(
-        [str(recommenders_python), "-c", _SCRIPT, str(data)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    theirs = json.loads(done.stdout)
+    theirs = side_env.run(recommenders_python, _SCRIPT, case, tmp_path)
     ours = _ours(case)
     for name in ("unexpectedness", "serendipity", "diversity"):
         col = ours.per_user.select("user", name).drop_nulls()

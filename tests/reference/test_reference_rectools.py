@@ -9,11 +9,8 @@ ranks, whose order every tool reads the same way.
 
 from __future__ import annotations
 
-import json
 import math
 import random
-import subprocess
-import venv
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ import polars as pl
 import pytest
 
 import receval
+from helpers import side_env
 
 KS = (1, 3, 10)
 
@@ -66,18 +64,7 @@ def test_k_beyond_the_limit_is_refused() -> None:
 @pytest.fixture(scope="session")
 def rectools_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment with RecTools (numpy < 2), built from the package registry."""
-    home = tmp_path_factory.mktemp("rectools-venv")
-    venv.create(home, with_pip=True)
-    python = home / "bin" / "python"
-    done = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "rectools==0.19.0"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, f"could not install RecTools: {done.stderr[-2000:]}"
-    return python
+    return side_env.build(tmp_path_factory.mktemp("rectools-venv"), [["rectools==0.19.0"]])
 
 
 def _case(seed: int) -> tuple[list[list[object]], list[list[object]]]:
@@ -97,17 +84,8 @@ def _case(seed: int) -> tuple[list[list[object]], list[list[object]]]:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> None:
     truth, reco = _case(seed)
-    data = tmp_path / "case.json"
-    data.write_text(json.dumps({"truth": truth, "reco": reco, "ks": list(KS)}), encoding="utf-8")
-    done = subprocess.run(
-        [str(rectools_python), "-c", _SCRIPT, str(data)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    theirs = json.loads(done.stdout)
+    case = {"truth": truth, "reco": reco, "ks": list(KS)}
+    theirs = side_env.run(rectools_python, _SCRIPT, case, tmp_path)
     t = pl.DataFrame(truth, schema=["user", "item"], orient="row")
     r = pl.DataFrame(reco, schema=["user", "item", "rank"], orient="row")
     ours = receval.evaluate(t, r, [f"ndcg_k@{k}" for k in KS] + [f"ndcg@{k}" for k in KS],
@@ -153,14 +131,7 @@ def _serendipity_case(seed: int) -> dict[str, list[Any]]:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_pop_serendipity_equals_rectools(rectools_python: Path, tmp_path: Path, seed: int) -> None:
     case = _serendipity_case(seed)
-    data = tmp_path / "case.json"
-    data.write_text(json.dumps({**case, "ks": list(KS)}), encoding="utf-8")
-    done = subprocess.run(
-        [str(rectools_python), "-c", _SERENDIPITY, str(data)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    theirs = json.loads(done.stdout)
+    theirs = side_env.run(rectools_python, _SERENDIPITY, {**case, "ks": list(KS)}, tmp_path)
     ours = receval.evaluate(
         pl.DataFrame(case["truth"], schema=["user", "item"], orient="row"),
         pl.DataFrame(case["reco"], schema=["user", "item", "rank"], orient="row"),
