@@ -3,7 +3,7 @@ for the same rows shuffled, beside its peers, in one run.
 
 Usage::
 
-    python benchmarks/bench_grouping.py --users 100000 --recs 100 \\
+    python benchmarks/bench_grouping.py --users 100000 --recs 100 [--ids int|str] \\
         [--peers pytrec_eval,ranx,sklearn,polars] [--repeat 3] \\
         [--before /path/to/other/receval/src] [--json out.json]
 
@@ -331,6 +331,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--users", type=int, default=100_000, help="users in truth")
     parser.add_argument("--recs", type=int, default=100, help="recommendations per user")
+    parser.add_argument(
+        "--ids", choices=("int", "str"), default="int", help="user and item ids (make_interactions)"
+    )
     parser.add_argument("--peers", default=",".join(PEERS), help="peers to run ('' for none)")
     parser.add_argument("--repeat", type=int, default=3, help="calls per process (>= 1)")
     parser.add_argument(
@@ -356,8 +359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="receval-grouping-"))
     workdir.mkdir(parents=True, exist_ok=True)
     datasets = {
-        "warmup": {"n_users": 50, "n_recs": 20, "seed": 1},
-        "main": {"n_users": args.users, "n_recs": args.recs, "seed": 0},
+        "warmup": {"n_users": 50, "n_recs": 20, "seed": 1, "ids": args.ids},
+        "main": {"n_users": args.users, "n_recs": args.recs, "seed": 0, "ids": args.ids},
     }
     names = [
         f"{d}.{o}.{p}" for d in datasets for o in ("grouped", "shuffled") for p in ("truth", "recs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,15 @@ def test_string_ids_equal_integer_ids(ties: str) -> None:
     assert as_int.equals(by_int.per_user)
 
 
+def _patch_item_keys(
+    monkeypatch: pytest.MonkeyPatch, keys: Callable[[pl.Series], np.ndarray]
+) -> None:
+    """The ranking family's item keys made by ``keys``: as arrays, and as the columns that
+    the grouping moves with the rows."""
+    monkeypatch.setattr(_ranking, "item_keys", keys)
+    monkeypatch.setattr(_ranking, "item_key_column", lambda s: pl.Series(s.name, keys(s)))
+
+
 def test_hash_collisions_fall_back_to_exact_codes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Colliding string keys (forced here) must never change a result."""
     truth, recs = _data(200, seed=2)
@@ -56,7 +66,7 @@ def test_hash_collisions_fall_back_to_exact_codes(monkeypatch: pytest.MonkeyPatc
         # every string id gets one of 3 keys: false matches and false duplicates everywhere
         return np.ascontiguousarray(series.str.len_bytes().to_numpy() % 3, dtype=np.int64)
 
-    monkeypatch.setattr(_ranking, "item_keys", colliding)
+    _patch_item_keys(monkeypatch, colliding)
     got = receval.evaluate(_as_strings(truth), _as_strings(recs), METRICS)
     assert calls, "the hash-key path was not exercised"
     assert got.means == expected.means
@@ -71,7 +81,7 @@ def test_false_match_without_duplicates_is_caught(monkeypatch: pytest.MonkeyPatc
         mapping = {"a": 7, "b": 7, "c": 8}
         return np.array([mapping[x] for x in series.to_list()], dtype=np.int64)
 
-    monkeypatch.setattr(_ranking, "item_keys", keys)
+    _patch_item_keys(monkeypatch, keys)
     res = receval.evaluate(truth, recs, ["hit_rate@2", "mrr"])
     assert res["hit_rate@2"] == 0.0
     assert res["mrr"] == 0.0

@@ -89,6 +89,82 @@ def test_radix_group_of_uint64_ids_past_int64() -> None:
     assert offsets[-1] == 50_000
 
 
+def _count_joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of pieces of each column that :func:`G.joined` joins from now on."""
+    joins: list[int] = []
+    joined = G.joined
+
+    def counted(pieces: list[np.ndarray]) -> np.ndarray:
+        if len(pieces) > 1:
+            joins.append(len(pieces))
+        return joined(pieces)
+
+    monkeypatch.setattr(G, "joined", counted)
+    return joins
+
+
+def _cut(values: np.ndarray, cuts: list[int]) -> list[np.ndarray]:
+    return [values[a:b] for a, b in zip([0, *cuts], [*cuts, values.shape[0]], strict=True)]
+
+
+@pytest.mark.parametrize(
+    ("cuts", "item_cuts"),
+    [
+        ([], []),  # one piece
+        ([70_000, 70_000, 150_001], [70_000, 70_000, 150_001]),  # an empty piece among them
+        ([1, 2, 65_536, 200_000], [1, 2, 65_536, 200_000]),
+        ([100_000], [100_001]),  # the items cut elsewhere: joined first
+        (list(range(1000, 300_000, 1000)), list(range(1000, 300_000, 1000))),  # many pieces
+    ],
+)
+@pytest.mark.parametrize("low_bits", [None, 6, 9, 15])
+def test_radix_group_of_pieces_equals_stable_argsort(
+    cuts: list[int], item_cuts: list[int], low_bits: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys and carried values in pieces (a Parquet column's chunks) give what the joined
+    arrays give, whatever the cuts and the bits of the second pass."""
+    joins = _count_joins(monkeypatch)
+    rng = np.random.default_rng(len(cuts))
+    n, size, low = 300_000, 20_000, -123
+    keys = rng.integers(0, size, n)
+    scores, items = rng.random(n), rng.integers(-(2**62), 2**62, n)
+    carry = (lambda: _cut(scores, cuts), lambda: _cut(items, item_cuts))
+    offsets, order, carried = G.radix_group(_cut(keys + low, cuts), low, size, carry, low_bits)
+    read_in_place = cuts == item_cuts
+    assert joins == ([] if read_in_place else [len(cuts) + 1] * 3)
+    want = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order, want)
+    assert [a.dtype for a in carried] == [np.float64, np.int64]
+    np.testing.assert_array_equal(carried[0], scores[want])
+    np.testing.assert_array_equal(carried[1], items[want])
+    counts = np.bincount(keys, minlength=size)
+    np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(counts)]))
+
+
+@pytest.mark.parametrize(
+    "lengths", [[], [0], [10], [5, 0, 7], [1] * 1000, [200_000, 3, 0, 150_000], [65_536] * 40]
+)
+def test_work_units_cover_every_row_once_in_order(lengths: list[int]) -> None:
+    n = sum(lengths)
+    units = G._work_units(lengths, n)
+    rows = [(k, r) for unit in units for k, lo, hi in unit for r in range(lo, hi)]
+    assert rows == [(k, r) for k, length in enumerate(lengths) for r in range(length)]
+    assert all(lo < hi for unit in units for _, lo, hi in unit)
+    assert len(units) <= max(1, 4 * G.numba.get_num_threads())  # not one unit per piece
+
+
+@pytest.mark.parametrize(
+    ("n", "size"), [(10**7, 10**5), (10**8, 10**6), (10**6, 10**5), (10**7, 1 << 24), (100, 10)]
+)
+def test_radix_low_bits_bound_the_buckets(n: int, size: int) -> None:
+    bits = G._radix_low_bits(n, size)
+    assert 6 <= bits <= 15
+    assert -(-size // (1 << bits)) <= 512  # at most 512 buckets
+    if size >= 1 << 13:  # keys spread evenly: buckets of at most about 2^16 rows
+        capped = -(-size // (1 << (bits - 1))) > 512  # one bit fewer: too many buckets
+        assert n * (1 << bits) / size <= 1 << 16 or bits == 6 or capped
+
+
 @pytest.mark.parametrize("longest", [1, 5, 31, 33, 200, 3000])
 def test_sort_within_groups_equals_lexsort(longest: int) -> None:
     rng = np.random.default_rng(longest)
@@ -115,6 +191,25 @@ def test_gather_and_runs() -> None:
     np.testing.assert_array_equal(G.run_offsets(values, 4), [0, 2, 5, 6, 7])
     assert G.count_runs(values[:0]) == 0
     np.testing.assert_array_equal(G.run_offsets(values[:0], 0), [0])
+
+
+@pytest.mark.parametrize(
+    "cuts", [[], [1], [2], [3, 3], [0, 4, 4, 5], [1, 2, 3, 4, 5, 6], [6, 7], [0], [7]]
+)
+def test_runs_over_pieces_equal_runs_of_the_joined_array(cuts: list[int]) -> None:
+    """Runs that go on from one piece to the next (empty pieces among them) count once."""
+    values = np.array([3, 3, 1, 1, 1, 3, 2], dtype=np.int64)
+    pieces = _cut(values, cuts)
+    assert G.count_runs(pieces) == 4
+    np.testing.assert_array_equal(G.run_offsets(pieces, 4), [0, 2, 5, 6, 7])
+    assert G.count_runs([values[:0], values[:0]]) == 0
+    np.testing.assert_array_equal(G.run_offsets([values[:0]], 0), [0])
+    rng = np.random.default_rng(len(cuts))
+    long = np.repeat(rng.integers(0, 5, 400), rng.integers(1, 4, 400))
+    pieces = _cut(long, sorted(rng.integers(0, long.shape[0], 30).tolist()))
+    runs = G.count_runs(long)
+    assert G.count_runs(pieces) == runs
+    np.testing.assert_array_equal(G.run_offsets(pieces, runs), G.run_offsets(long, runs))
 
 
 def test_range_and_table_codes_equal_unique_inverse() -> None:
@@ -213,6 +308,72 @@ def _frames() -> dict[str, pl.DataFrame]:
     }
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "shuffled", "grouped", "long runs, users repeated", "uint64", "int32 users",
+        "sparse ints", "strings",
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("cut", ["aligned", "items cut elsewhere", "one chunk"])
+def test_group_by_user_of_chunked_columns_carries_them(
+    layout: str, cut: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Columns in chunks (as read from Parquet row groups) are read where they lie; the
+    carried arrays equal the stable sort's columns whatever the chunks."""
+    joins = _count_joins(monkeypatch)
+    frame = _frames()["shuffled ints"].head(2400)
+    if layout == "grouped":
+        frame = frame.sort("user", maintain_order=True)
+    elif layout == "long runs, users repeated":
+        frame = _frames()["long runs, users repeated"]
+    elif layout == "uint64":
+        frame = _frames()["shuffled uint64"]
+    elif layout == "int32 users":
+        frame = _frames()["negative int32"]
+    elif layout == "sparse ints":  # coded through a table: the codes grouped
+        frame = _frames()["sparse ints"]
+    elif layout == "strings":  # coded through hashes
+        frame = _frames()["shuffled strings"]
+    sizes = [500, 0, 700, frame.height - 1200]
+    starts = np.cumsum([0, *sizes[:-1]]).tolist()
+    chunked = pl.concat(
+        [frame.slice(a, k) for a, k in zip(starts, sizes, strict=True)], rechunk=False
+    )
+    if cut == "items cut elsewhere":
+        items = pl.concat(
+            [frame["item"].head(3), frame["item"].tail(frame.height - 3)], rechunk=False
+        )
+        chunked = chunked.with_columns(items)
+    elif cut == "one chunk":
+        chunked = chunked.rechunk()
+    assert chunked.equals(frame)
+    if cut != "one chunk":
+        assert chunked["user"].n_chunks() > 1
+    keys, offsets, want = _grouped_by_sort(frame, "user")
+    carry = {
+        "item": lambda: _layout.item_key_column(chunked["item"]),
+        "value": lambda: _layout.float_column(chunked["score"]),
+    }
+    grouped = _layout.group_by_user(chunked, "user", carry)
+    radix = layout != "grouped"  # users or their codes grouped by radix_group
+    n_chunks = [chunked[c].n_chunks() for c in ("user", "item", "score")]
+    coded = n_chunks[:1] if layout == "sparse ints" else []  # ids joined for the hash table
+    if radix and cut == "items cut elsewhere":
+        lengths = [[c.len() for c in chunked[col].get_chunks()] for col in ("user", "item")]
+        assert lengths[0] != lengths[1] and n_chunks[0] > 1
+        assert joins == [*coded, *n_chunks]  # users (or codes), items, values
+    elif radix and cut == "aligned":
+        assert joins == coded  # the carried columns read where they lie
+    assert grouped.keys.to_list() == keys
+    assert grouped.offsets.tolist() == offsets
+    assert grouped.frame.equals(want)
+    assert grouped.taken("item", lambda: np.zeros(0)).tolist() == want["item"].to_list()
+    assert grouped.taken("value", lambda: np.zeros(0)).tolist() == want["score"].to_list()
+    assert grouped.carried["item"].dtype == np.int64
+    assert grouped.carried["value"].dtype == np.float64
+
+
 @pytest.mark.parametrize("name", list(_frames()))
 def test_group_by_user_equals_stable_sort(name: str) -> None:
     frame = _frames()[name]
@@ -271,7 +432,7 @@ def test_group_by_user_of_string_ids_equals_stable_sort(
         monkeypatch.setattr(_layout, "_string_bits", collide_bits)
     keys, offsets, want = _grouped_by_sort(frame, "user")
     items = frame["item"].to_numpy().astype(np.int64)
-    grouped = _layout.group_by_user(frame, "user", {"item": lambda: items * 3})
+    grouped = _layout.group_by_user(frame, "user", {"item": lambda: pl.Series(items * 3)})
     assert grouped.keys.to_list() == keys
     assert grouped.keys.dtype == pl.String and grouped.keys.name == "user"
     assert grouped.offsets.tolist() == offsets

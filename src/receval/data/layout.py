@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Literal, cast, get_args
 
 import numpy as np
@@ -34,10 +34,14 @@ __all__ = [
     "check_column_names",
     "check_frame",
     "check_id_type",
+    "column_array",
+    "column_pieces",
     "exact_item_keys",
+    "float_column",
     "group_by_user",
     "id_type_fix",
     "inexact_integers_message",
+    "item_key_column",
     "item_keys",
     "not_integer_message",
     "show_rows",
@@ -368,14 +372,15 @@ def unify_ids(
 
 
 def group_by_user(
-    frame: pl.DataFrame, user_col: str, carry: Mapping[str, Callable[[], np.ndarray]] | None = None
+    frame: pl.DataFrame, user_col: str, carry: Mapping[str, Callable[[], pl.Series]] | None = None
 ) -> Grouped:
     """Group rows by user, keeping input order within a user, in linear time.
 
-    ``carry``: by name, at most two functions that make arrays (8-byte dtypes, one value per
-    row of ``frame``) that the caller needs in grouped order (:meth:`Grouped.taken`); the
-    radix grouping moves them with the rows, where a gather after it would read each row at
-    random, and drops the arrays in the caller's order once moved.
+    ``carry``: by name, at most two functions that make columns (Int64, UInt64 or Float64,
+    no nulls, one value per row of ``frame``) that the caller needs in grouped order, as
+    arrays (:meth:`Grouped.taken`; integers as int64, uint64 ones by their bits): the radix
+    grouping moves them with the rows, reading their chunks where they lie, where a gather
+    after it would read each row at random.
 
     Users who each come in one run of rows keep the input's order of users (no row moves);
     otherwise users are ordered by id (ascending, as Polars sorts the column) and the rows
@@ -388,33 +393,52 @@ def group_by_user(
     makers = dict(carry or {})
     users = frame[user_col]
     n = users.len()
-    bits = _int_bits(users)  # (a copy when the column is in chunks: made once)
-    if bits is None:
+    pieces = _int_bit_pieces(users)  # the column's chunks, without a copy where it can
+    if pieces is None:
         return _group_strings(frame, users, user_col, makers)
-    runs = bits
-    n_runs = G.count_runs(runs)
+    n_runs = G.count_runs(pieces)
     if 2 * n_runs <= n:  # long runs: the runs' users suffice to tell and to code
-        run_off = G.run_offsets(runs, n_runs)
+        run_off = G.run_offsets(pieces, n_runs)
         run_users = users.gather(run_off[:-1])
         codes, keys = user_codes(run_users)
         if keys.len() == n_runs:  # every user in one run: grouped already
-            carried = {name: make() for name, make in makers.items()}
-            return Grouped(frame, run_users.alias(user_col), run_off, carried=carried)
+            return Grouped(frame, run_users.alias(user_col), run_off, carried=_made(makers))
         codes = np.repeat(codes, np.diff(run_off))
     else:
-        radix = _radix_grouped(users, bits, makers)
+        radix = _radix_grouped(users, pieces, makers)
         if radix is not None:  # integer ids in a small range: no codes
             keys, offsets, order, carried = radix
         else:
-            codes, keys = user_codes(users, bits=bits)
+            codes, keys = user_codes(users, bits=G.joined(pieces))
         if keys.len() == n_runs:
-            run_off = G.run_offsets(runs, n_runs)
+            run_off = G.run_offsets(pieces, n_runs)
             run_keys = users.gather(run_off[:-1]).alias(user_col)
-            carried = {name: make() for name, make in makers.items()}
-            return Grouped(frame, run_keys, run_off, carried=carried)
+            return Grouped(frame, run_keys, run_off, carried=_made(makers))
         if radix is not None:
             return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
+    del pieces
     return _counting_grouped(frame, codes, keys, user_col, makers)
+
+
+def column_array(series: pl.Series) -> np.ndarray:
+    """An Int64, UInt64 or Float64 column without nulls as one array (int64: uint64 values
+    by their bits); no copy when it is in one chunk."""
+    return _bits(np.ascontiguousarray(series.to_numpy()))
+
+
+def column_pieces(series: pl.Series) -> list[np.ndarray]:
+    """:func:`column_array` chunk by chunk (:data:`receval.kernels.grouping.Pieces`): no copy
+    of a chunk of 8-byte numbers without nulls."""
+    return [column_array(chunk) for chunk in series.get_chunks()]
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return values.view(np.int64) if values.dtype == np.uint64 else values
+
+
+def _made(makers: Mapping[str, Callable[[], pl.Series]]) -> dict[str, np.ndarray]:
+    """What each of ``makers`` makes, as one array."""
+    return {name: column_array(make()) for name, make in makers.items()}
 
 
 _RUNS_SAMPLE = 1 << 16
@@ -425,7 +449,7 @@ def _group_strings(
     frame: pl.DataFrame,
     users: pl.Series,
     user_col: str,
-    makers: dict[str, Callable[[], np.ndarray]],
+    makers: dict[str, Callable[[], pl.Series]],
 ) -> Grouped:
     """:func:`group_by_user` for string ids (the same rows, users and order).
 
@@ -446,8 +470,7 @@ def _group_strings(
             run_users = runs.struct.field("value").alias(user_col)
             del runs
             if run_users.n_unique() == n_runs:  # every user in one run: grouped already
-                carried = {name: make() for name, make in makers.items()}
-                return Grouped(frame, run_users, run_off, carried=carried)
+                return Grouped(frame, run_users, run_off, carried=_made(makers))
             codes, keys = user_codes(run_users)
             codes = np.repeat(codes, np.diff(run_off))
             return _counting_grouped(frame, codes, keys, user_col, makers)
@@ -461,8 +484,7 @@ def _group_strings(
         run_off = G.run_offsets(runs_of, n_runs)
         del hashes, runs_of, codes
         run_keys = users.gather(run_off[:-1]).alias(user_col)
-        carried = {name: make() for name, make in makers.items()}
-        return Grouped(frame, run_keys, run_off, carried=carried)
+        return Grouped(frame, run_keys, run_off, carried=_made(makers))
     del hashes, runs_of
     return _counting_grouped(frame, codes, keys, user_col, makers)
 
@@ -472,34 +494,53 @@ def _counting_grouped(
     codes: np.ndarray,
     keys: pl.Series,
     user_col: str,
-    makers: dict[str, Callable[[], np.ndarray]],
+    makers: dict[str, Callable[[], pl.Series]],
 ) -> Grouped:
-    """Rows grouped by a stable counting sort of their user ``codes`` (``keys[code]``: the
-    user), the arrays ``makers`` make moved with them."""
+    """Rows grouped by a stable sort of their dense user ``codes`` (``keys[code]``: the
+    user), the columns ``makers`` make moved with them: the radix grouping of the codes
+    (cut where the user column's chunks are cut, so that the columns are read where they
+    lie), or a counting sort and gathers past its range."""
+    n = codes.shape[0]
+    if keys.len() <= 1 << G.RADIX_MAX_BITS and n < 1 << 32:
+        lengths = [chunk.len() for chunk in frame[user_col].get_chunks()]
+        cuts = np.cumsum(lengths[:-1]).tolist()
+        pieces = [codes[a:b] for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        made = [partial(_pieces_made, make) for make in makers.values()]
+        offsets, order, moved = G.radix_group(pieces, 0, max(1, keys.len()), made)
+        carried = dict(zip(makers, moved, strict=True))
+        return Grouped(
+            frame, keys.alias(user_col), offsets[: keys.len() + 1], order, carried=carried
+        )
     offsets, order = G.counting_sort(codes, keys.len())
-    carried = {name: G.gather(np.ascontiguousarray(make()), order) for name, make in makers.items()}
+    carried = {name: G.gather(column_array(make()), order) for name, make in makers.items()}
     return Grouped(frame, keys.alias(user_col), offsets, order, carried=carried)
 
 
 def _radix_grouped(
-    ids: pl.Series, bits: np.ndarray | None, carry: dict[str, Callable[[], np.ndarray]]
+    ids: pl.Series, pieces: list[np.ndarray], carry: dict[str, Callable[[], pl.Series]]
 ) -> tuple[pl.Series, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None:
     """Integer ids in a small range (as :func:`user_codes` codes through a table), grouped
     by :func:`receval.kernels.grouping.radix_group` on ``id - low`` itself: ``(keys, offsets,
     order, carried)`` as :func:`group_by_user` needs them (the distinct ids ascending; the
-    arrays ``carry`` makes, in grouped order); None for other ids."""
+    columns ``carry`` makes, in grouped order, read chunk by chunk); None for other ids.
+    ``pieces``: :func:`_int_bit_pieces` of ``ids``."""
     n = ids.len()
-    if bits is None or n == 0 or n >= 1 << 32:
+    if n == 0 or n >= 1 << 32:
         return None
     low, high = ids.min(), ids.max()
     assert isinstance(low, int) and isinstance(high, int)
     size = high - low + 1
     if size > min(1 << G.RADIX_MAX_BITS, 2 * n + (1 << 20) + 1):
         return None
-    full, order, moved = G.radix_group(bits, _low_bits(low), size, list(carry.values()))
+    makers = [partial(_pieces_made, make) for make in carry.values()]
+    full, order, moved = G.radix_group(pieces, _low_bits(low), size, makers)
     found = np.flatnonzero(full[1:] != full[:-1])
     offsets = np.append(full[found], np.int64(n))
     return _range_keys(ids, found, low), offsets, order, dict(zip(carry, moved, strict=True))
+
+
+def _pieces_made(make: Callable[[], pl.Series]) -> list[np.ndarray]:
+    return column_pieces(make())
 
 
 def _low_bits(low: int) -> int:
@@ -534,11 +575,17 @@ def _run_ids(users: pl.Series) -> np.ndarray:
 def _int_bits(ids: pl.Series) -> np.ndarray | None:
     """Integer ids as int64 (uint64 ids as their bits: distinct ids stay distinct), else
     None."""
+    pieces = _int_bit_pieces(ids)
+    return None if pieces is None else G.joined(pieces)
+
+
+def _int_bit_pieces(ids: pl.Series) -> list[np.ndarray] | None:
+    """:func:`_int_bits` chunk by chunk (no copy of Int64 and UInt64 chunks), else None."""
     if not ids.dtype.is_integer():
         return None
-    if ids.dtype == pl.UInt64:
-        return np.ascontiguousarray(ids.to_numpy()).view(np.int64)
-    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
+    if ids.dtype in (pl.Int64, pl.UInt64):
+        return column_pieces(ids)
+    return [np.ascontiguousarray(c.to_numpy(), dtype=np.int64) for c in ids.get_chunks()]
 
 
 _USER_HASH_SEED = 0x6E0D
@@ -607,9 +654,25 @@ def _exact_codes(ids: pl.Series) -> tuple[np.ndarray, pl.Series]:
 
 def item_keys(series: pl.Series) -> np.ndarray:
     """int64 keys of item ids: the ids themselves, or a 64-bit hash of string ids."""
+    return column_array(item_key_column(series))
+
+
+def item_key_column(series: pl.Series) -> pl.Series:
+    """:func:`item_keys` as a column (Int64, or UInt64 read by its bits), chunked as
+    ``series`` where no conversion is needed."""
     if series.dtype == pl.String:
-        return np.ascontiguousarray(series.hash(seed=0x5EC).to_numpy().view(np.int64))
-    return np.ascontiguousarray(series.to_numpy(), dtype=np.int64)
+        return series.hash(seed=0x5EC)
+    if series.dtype in (pl.Int64, pl.UInt64):
+        return series
+    return pl.Series(series.name, np.ascontiguousarray(series.to_numpy(), dtype=np.int64))
+
+
+def float_column(series: pl.Series) -> pl.Series:
+    """A numeric column as Float64 (as NumPy converts it), chunked as ``series`` when it is
+    Float64 already."""
+    if series.dtype == pl.Float64:
+        return series
+    return pl.Series(series.name, np.ascontiguousarray(series.to_numpy(), dtype=np.float64))
 
 
 def exact_item_keys(truth_items: pl.Series, recs_items: pl.Series) -> tuple[np.ndarray, np.ndarray]:

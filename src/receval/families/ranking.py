@@ -26,8 +26,11 @@ from receval.data.layout import (
     IdTypeArg,
     cast_ids,
     check_id_type,
+    column_array,
     exact_item_keys,
+    float_column,
     group_by_user,
+    item_key_column,
     item_keys,
     show_rows,
     trec_tie_keys,
@@ -153,10 +156,13 @@ def prepare(
 
 def _kernel_arrays(
     frame: pl.DataFrame, item_col: str, value_col: str
-) -> dict[str, Callable[[], np.ndarray]]:
+) -> dict[str, Callable[[], pl.Series]]:
     """What :func:`match` reads of one input, in the caller's row order, as makers for
     ``group_by_user``'s ``carry``: the item keys and the values (as float64)."""
-    return {"item": lambda: item_keys(frame[item_col]), "value": lambda: _floats(frame[value_col])}
+    return {
+        "item": lambda: item_key_column(frame[item_col]),
+        "value": lambda: float_column(frame[value_col]),
+    }
 
 
 def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Context:
@@ -435,7 +441,7 @@ def matches_verified(
 
 
 def _floats(series: pl.Series) -> np.ndarray:
-    return np.ascontiguousarray(series.to_numpy(), dtype=np.float64)
+    return column_array(float_column(series))
 
 
 def check_duplicates(

@@ -26,7 +26,9 @@ int64), so each kernel compiles once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 import numba
 import numpy as np
@@ -37,9 +39,11 @@ from receval.kernels.ranking import _slot, _table_bits, frozen
 
 __all__ = [
     "RADIX_MAX_BITS",
+    "Pieces",
     "count_runs",
     "counting_sort",
     "gather",
+    "joined",
     "radix_group",
     "range_codes",
     "run_offsets",
@@ -53,11 +57,30 @@ _GROUPS = 1024
 """Groups per chunk of :func:`sort_within`."""
 _INSERTION = 32
 """Groups up to this long are sorted by insertion, longer ones by merges."""
-_LOW_BITS = 11
-"""Bits of the key that :func:`radix_group`'s second pass sorts on (2048 counters)."""
+_LOW_BITS = (6, 15)
+"""Fewest and most bits of the key that :func:`radix_group`'s second pass sorts on."""
+_BUCKET_ROWS = 1 << 15
+"""Rows per bucket of :func:`radix_group`'s first pass that its choice of low bits aims at:
+a bucket's three arrays then stay in this machine's 1 MiB of L2 cache per core while the
+second pass moves them (10^7 rows, 10^5 users, arrays already touched: 150 ms with 11 low
+bits, 80 ms with 9)."""
+_MAX_BUCKETS = 1 << 9
+"""Most buckets of :func:`radix_group`'s first pass: each is three write streams, and more
+streams than the TLB holds cost more in the first pass than larger buckets cost in the
+second (10^8 rows, 10^6 users: 3,907 buckets 2.1-2.4 s, 489 buckets 1.7 s)."""
 RADIX_MAX_BITS = 24
-"""Keys of at most this many bits are grouped by :func:`radix_group` (at most 8192 buckets in
-its first pass)."""
+"""Keys of at most this many bits are grouped by :func:`radix_group`."""
+
+
+def _radix_low_bits(n: int, size: int) -> int:
+    """The low bits for :func:`radix_group` of ``n`` rows with keys in ``[0, size)``: buckets
+    of about ``_BUCKET_ROWS`` rows when the keys are spread evenly, at most ``_MAX_BUCKETS``
+    of them."""
+    per_key = max(1.0, n / max(1, size))
+    bits = round(math.log2(_BUCKET_ROWS / per_key))
+    fewest = max(_LOW_BITS[0], (size - 1).bit_length() - _MAX_BUCKETS.bit_length() + 1)
+    assert fewest <= _LOW_BITS[1]  # RADIX_MAX_BITS keys fit in _MAX_BUCKETS buckets
+    return min(_LOW_BITS[1], max(fewest, bits))
 
 
 def _n_chunks(n: int, size: int) -> int:
@@ -100,16 +123,37 @@ def _run_offsets(values: np.ndarray, n_runs: int) -> np.ndarray:
     return out
 
 
-def count_runs(values: np.ndarray) -> int:
-    """Number of runs of equal values (0 for no value)."""
-    return int(_count_runs(frozen(values)))
+def count_runs(values: np.ndarray | Sequence[np.ndarray]) -> int:
+    """Number of runs of equal values (0 for no value); ``values``: one array or
+    :data:`Pieces` (a run may span pieces)."""
+    if isinstance(values, np.ndarray):
+        return int(_count_runs(frozen(values)))
+    pieces = [p for p in values if p.shape[0]]
+    runs = sum(int(_count_runs(frozen(p))) for p in pieces)
+    return runs - sum(int(a[-1] == b[0]) for a, b in pairwise(pieces))
 
 
-def run_offsets(values: np.ndarray, n_runs: int) -> np.ndarray:
+def run_offsets(values: np.ndarray | Sequence[np.ndarray], n_runs: int) -> np.ndarray:
     """Offsets of the ``n_runs`` runs of equal values (:func:`count_runs`): run ``j`` is
-    ``values[out[j]:out[j + 1]]``."""
-    out: np.ndarray = _run_offsets(frozen(values), int(n_runs))
-    return out
+    ``values[out[j]:out[j + 1]]`` (of the pieces joined, for :data:`Pieces`)."""
+    if isinstance(values, np.ndarray):
+        out: np.ndarray = _run_offsets(frozen(values), int(n_runs))
+        return out
+    starts = []  # of the runs, piece by piece
+    start = 0
+    last = None
+    for p in values:
+        if not p.shape[0]:
+            continue
+        own = _run_offsets(frozen(p), int(_count_runs(frozen(p))))[:-1] + start
+        goes_on = last is not None and last == p[0]  # the previous piece's last run goes on
+        starts.append(own[1:] if goes_on else own)
+        start += p.shape[0]
+        last = p[-1]
+    starts.append(np.array([start], dtype=np.int64))
+    found = np.concatenate(starts)
+    assert found.shape[0] == n_runs + 1
+    return found
 
 
 # ------------------------------------------------------------------------------- codes
@@ -261,42 +305,54 @@ def counting_sort(
 
 # ------------------------------------------------------------------------- radix groups
 
+Pieces = list[np.ndarray]
+"""One column as consecutive arrays of 8-byte values (its rows in order), e.g. the chunks of
+a Polars column viewed without a copy (:func:`receval.data.layout.column_pieces`)."""
+
+
+def joined(pieces: Sequence[np.ndarray]) -> np.ndarray:
+    """The pieces as one array (the piece itself when there is one)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    if not pieces:
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(pieces)
+
 
 @njit(cache=True, nogil=True)
-def _high_histogram_chunk(
-    c: int, n_chunks: int, values: np.ndarray, low: int, counts: np.ndarray
+def _high_histogram_unit(
+    values: np.ndarray, lo: int, hi: int, low: int, shift: int, row: np.ndarray
 ) -> None:
-    n = values.shape[0]
-    row = counts[c]
-    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+    for i in range(lo, hi):
         key = np.int64(np.uint64(values[i]) - np.uint64(low))
-        row[key >> _LOW_BITS] += 1
+        row[key >> shift] += 1
 
 
 @njit(cache=True, nogil=True)
-def _high_scatter_chunk(
-    c: int,
-    n_chunks: int,
+def _high_scatter_unit(
     values: np.ndarray,
+    lo: int,
+    hi: int,
+    start: int,
     low: int,
-    starts: np.ndarray,
+    shift: int,
+    row: np.ndarray,
     packed: np.ndarray,
     first: np.ndarray,
     second: np.ndarray,
     first_out: np.ndarray,
     second_out: np.ndarray,
 ) -> None:
-    """Rows placed by the key's high bits: key and row packed, and the carried values (an
-    empty ``first`` / ``second``: none)."""
-    n = values.shape[0]
-    row = starts[c]
+    """Rows ``lo:hi`` of one piece (its first row is row ``start`` of the column) placed by
+    the key's high bits: key and row packed, and the carried values (an empty ``first`` /
+    ``second``: none)."""
     carry_first = first.shape[0] != 0
     carry_second = second.shape[0] != 0
-    for i in range(n * c // n_chunks, n * (c + 1) // n_chunks):
+    for i in range(lo, hi):
         key = np.int64(np.uint64(values[i]) - np.uint64(low))
-        d = key >> _LOW_BITS
+        d = key >> shift
         p = row[d]
-        packed[p] = (key << 32) | i
+        packed[p] = (key << 32) | (start + i)
         if carry_first:
             first_out[p] = first[i]
         if carry_second:
@@ -308,6 +364,7 @@ def _high_scatter_chunk(
 def _low_sort_chunk(
     c: int,
     per_chunk: int,
+    shift: int,
     bucket_off: np.ndarray,
     packed: np.ndarray,
     offsets: np.ndarray,
@@ -319,7 +376,7 @@ def _low_sort_chunk(
     (stable); ``packed`` then holds the rows' indices, and the counts give every key's
     offset. ``first`` / ``second``: the carried values (empty: none), moved the same way."""
     n_buckets = bucket_off.shape[0] - 1
-    width = 1 << _LOW_BITS
+    width = 1 << shift
     mask = width - 1
     cnt = np.empty(width, dtype=np.int64)
     carry_first = first.shape[0] != 0
@@ -348,7 +405,7 @@ def _low_sort_chunk(
             for a in range(lo, hi):
                 keep_second[a - lo] = second[a]
         pos = lo
-        base = b << _LOW_BITS
+        base = b << shift
         for j in range(width):
             offsets[base + j] = pos
             k = cnt[j]
@@ -366,8 +423,52 @@ def _low_sort_chunk(
             cnt[j] = p + 1
 
 
+def _same_cuts(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
+    return len(a) == len(b) and all(x.shape[0] == y.shape[0] for x, y in zip(a, b, strict=True))
+
+
+def _work_units(lengths: list[int], n: int) -> list[list[tuple[int, int, int]]]:
+    """Pieces cut into units of work of about ``n / (4 * threads)`` rows, in row order: each
+    unit a list of ``(piece, lo, hi)``, rows ``lo:hi`` of that piece (a unit may span
+    pieces, so a column in many small chunks makes as few units as one in a single chunk)."""
+    target = max(1, min(4 * numba.get_num_threads(), n // _ROWS))
+    size = max(1, -(-n // target))
+    units: list[list[tuple[int, int, int]]] = [[]]
+    room = size
+    for k, length in enumerate(lengths):
+        lo = 0
+        while lo < length:
+            if room == 0:
+                units.append([])
+                room = size
+            hi = min(length, lo + room)
+            units[-1].append((k, lo, hi))
+            room -= hi - lo
+            lo = hi
+    return units
+
+
+def _first_dtype(pieces: Sequence[np.ndarray]) -> np.dtype:
+    return pieces[0].dtype if len(pieces) else np.dtype(np.int64)
+
+
+def _as_int64_pieces(made: np.ndarray | Sequence[np.ndarray]) -> Pieces:
+    pieces = [made] if isinstance(made, np.ndarray) else list(made)
+    if not pieces:
+        return [frozen(np.zeros(0, dtype=np.int64))]
+    out = []
+    for a in pieces:
+        assert a.ndim == 1 and a.dtype.itemsize == 8 and a.dtype.kind in "iuf"
+        out.append(frozen(np.ascontiguousarray(a).view(np.int64)))
+    return out
+
+
 def radix_group(
-    values: np.ndarray, low: int, size: int, carry: Sequence[Callable[[], np.ndarray]] = ()
+    values: np.ndarray | Sequence[np.ndarray],
+    low: int,
+    size: int,
+    carry: Sequence[Callable[[], np.ndarray | Sequence[np.ndarray]]] = (),
+    low_bits: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """A stable order of the rows by integer key ``values - low`` in ``[0, size)``, without
     codes: ``(offsets, order, carried)`` with ``order[offsets[j]:offsets[j + 1]]`` the rows
@@ -377,38 +478,61 @@ def radix_group(
     order, ``a[order]``, moved with the rows instead of gathered after (a gather reads every
     row at random); each is made just before the first pass and dropped after it.
 
-    ``values``: int64 (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size``
-    at most ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep
-    their counters and write streams in cache: the rows are placed by the key's high bits
-    (per-chunk histograms, as :func:`counting_sort`), then each bucket of the high bits,
-    independently and in place, by the low bits (``_LOW_BITS``), whose counts give every
-    key's offset. Memory: one array of rows per array returned, and a copy of the largest
-    bucket per chunk.
+    ``values`` and what ``carry`` makes: one array each, or :data:`Pieces` (the first pass
+    reads them where they lie, e.g. the chunks of a Parquet column, instead of a joined copy
+    of each: pieces cut at other rows than ``values``' are joined first). ``values``: int64
+    (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size`` at most
+    ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep their
+    counters and write streams in cache: the rows are placed by the key's high bits
+    (per-unit histograms, as :func:`counting_sort`), then each bucket of the high bits,
+    independently and in place, by the low bits, whose counts give every key's offset.
+    ``low_bits``: how many (by default from the rows per key, :func:`_radix_low_bits`; the
+    result does not depend on it). Memory: one array of rows per array returned, and a copy
+    of the largest bucket per chunk.
     """
-    n = values.shape[0]
+    vp = _as_int64_pieces(values)
+    n = sum(p.shape[0] for p in vp)
     assert size <= 1 << RADIX_MAX_BITS and n < 1 << 32 and len(carry) <= 2
-    none = np.zeros(0, dtype=np.int64)
-    made = [np.ascontiguousarray(make()) for make in carry]
-    assert all(a.shape == (n,) and a.dtype.itemsize == 8 for a in made)
-    dtypes = [a.dtype for a in made]
-    sources = [frozen(a.view(np.int64)) for a in made] + [frozen(none)] * (2 - len(made))
+    made_raw = [make() for make in carry]
+    dtypes = [m.dtype if isinstance(m, np.ndarray) else _first_dtype(m) for m in made_raw]
+    made = [_as_int64_pieces(m) for m in made_raw]
+    del made_raw
+    assert all(sum(p.shape[0] for p in m) == n for m in made)
+    if not all(_same_cuts(vp, m) for m in made):
+        vp = [frozen(joined(vp))]
+        made = [[frozen(joined(m))] for m in made]
+    none = frozen(np.zeros(0, dtype=np.int64))
+    sources = made + [[none] * len(vp)] * (2 - len(made))
     del made
-    n_buckets = max(1, (size + (1 << _LOW_BITS) - 1) >> _LOW_BITS)
-    n_chunks = max(1, min(4 * numba.get_num_threads(), n // _ROWS))
-    counts = np.zeros((n_chunks, n_buckets), dtype=np.int64)
-    frozen_values = frozen(values)
-    run_chunks(_high_histogram_chunk, n_chunks, n_chunks, frozen_values, int(low), counts)
+    units = _work_units([p.shape[0] for p in vp], n)
+    starts = np.cumsum([0] + [p.shape[0] for p in vp]).tolist()
+    shift = _radix_low_bits(n, size) if low_bits is None else low_bits
+    n_buckets = max(1, (size + (1 << shift) - 1) >> shift)
+    counts = np.zeros((len(units), n_buckets), dtype=np.int64)
+
+    def histogram(u: int) -> None:
+        for k, lo, hi in units[u]:
+            _high_histogram_unit(vp[k], lo, hi, low, shift, counts[u])
+
+    run_chunks(histogram, len(units))
     bucket_off = np.empty(n_buckets + 1, dtype=np.int64)
     _positions(counts, bucket_off)
     packed = _empty(n)
-    moved = [_empty(n) for _ in carry] + [none] * (2 - len(carry))
-    args = (frozen_values, int(low), counts, packed, *sources, *moved)
-    run_chunks(_high_scatter_chunk, n_chunks, n_chunks, *args)
-    del sources
-    offsets = _empty((n_buckets << _LOW_BITS) + 1)
+    moved = [_empty(n) for _ in carry] + [np.zeros(0, dtype=np.int64)] * (2 - len(carry))
+
+    def scatter(u: int) -> None:
+        for k, lo, hi in units[u]:  # in row order: a unit's rows stay in order
+            _high_scatter_unit(
+                vp[k], lo, hi, starts[k], low, shift, counts[u], packed,
+                sources[0][k], sources[1][k], *moved,
+            )  # fmt: skip
+
+    run_chunks(scatter, len(units))
+    sources.clear()  # the pieces made by carry, dropped
+    offsets = _empty((n_buckets << shift) + 1)
     offsets[-1] = n
     per_chunk = max(1, n_buckets // (4 * numba.get_num_threads()))
-    args = (per_chunk, frozen(bucket_off), packed, offsets, *moved)
+    args = (per_chunk, shift, frozen(bucket_off), packed, offsets, *moved)
     run_chunks(_low_sort_chunk, _n_chunks(n_buckets, per_chunk), *args)
     offsets[size:-1] = n
     out = [done.view(dtype) for done, dtype in zip(moved, dtypes, strict=False)]
