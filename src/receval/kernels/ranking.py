@@ -119,6 +119,23 @@ def _fill_table(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _seen_before(
+    key: int, bits: int, tab_key: np.ndarray, tab_stamp: np.ndarray, stamp: int
+) -> bool:
+    """Whether ``key`` is in the table under ``stamp`` (as :func:`_fill_table` fills it, no
+    value kept); if not, it is put there."""
+    mask = (1 << bits) - 1
+    slot = _slot(key, bits)
+    while tab_stamp[slot] == stamp:
+        if tab_key[slot] == key:
+            return True
+        slot = (slot + 1) & mask
+    tab_stamp[slot] = stamp
+    tab_key[slot] = key
+    return False
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _find(
     key: int, bits: int, tab_key: np.ndarray, tab_val: np.ndarray, tab_stamp: np.ndarray, stamp: int
 ) -> int:
@@ -848,11 +865,12 @@ def _score_user(
         # the groups of the matched items only, from counts of scores (_counted_groups): no
         # sort of the list, the same groups and values as the sort below
         checked = True
-        if n > 1 and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
-            return STATUS_DUP_RECS
+        sbits = _table_bits(n)
         k = 0
-        for p in range(n):
+        for p in range(n):  # one pass: the search for duplicates and the match with truth
             row = rs + p
+            if _seen_before(r_item[row], sbits, seen_key, seen_stamp, stamp):
+                return STATUS_DUP_RECS
             trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
             if trow >= 0:
                 t_match[trow] = row
