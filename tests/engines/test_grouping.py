@@ -141,6 +141,39 @@ def test_radix_group_of_pieces_equals_stable_argsort(
     np.testing.assert_array_equal(offsets, np.concatenate([[0], np.cumsum(counts)]))
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64, np.int32])
+def test_joined_pieces_equal_concatenate(dtype: type) -> None:
+    rng = np.random.default_rng(5)
+    values = rng.integers(0, 2**31 - 1, 200_000).astype(dtype)
+    for cuts in ([], [0, 0], [1, 70_000, 70_001], list(range(100, 200_000, 997))):
+        pieces = _cut(values, cuts)
+        got = G.joined(pieces)
+        assert got.dtype == values.dtype
+        np.testing.assert_array_equal(got, values)
+    assert G.joined([]).shape == (0,)
+
+
+def test_column_array_of_a_long_chunked_column_is_joined_on_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_layout, "_PARALLEL_JOIN_ROWS", 1000)
+    joins: list[int] = []
+    join = G.join_pieces
+    monkeypatch.setattr(G, "join_pieces", lambda p: joins.append(len(p)) or join(p))
+    values = np.arange(5000, dtype=np.uint64) * np.uint64(2**52)
+    chunked = pl.concat(
+        [pl.Series("x", values[:1200]), pl.Series("x", values[1200:])], rechunk=False
+    )
+    got = _layout.column_array(chunked)
+    assert joins == [2]
+    np.testing.assert_array_equal(got, values.view(np.int64))  # uint64 ids by their bits
+    floats = pl.concat([pl.Series([0.5, -0.0]), pl.Series([np.inf] * 999)], rechunk=False)
+    assert _layout.column_array(floats).tolist() == [0.5, -0.0, *[np.inf] * 999]
+    assert joins == [2, 2]
+    assert _layout.column_array(chunked.head(900)).tolist() == values[:900].view(np.int64).tolist()
+    assert joins == [2, 2]  # short: Polars' copy
+
+
 @pytest.mark.parametrize(
     "lengths", [[], [0], [10], [5, 0, 7], [1] * 1000, [200_000, 3, 0, 150_000], [65_536] * 40]
 )

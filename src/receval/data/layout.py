@@ -420,9 +420,19 @@ def group_by_user(
     return _counting_grouped(frame, codes, keys, user_col, makers)
 
 
+_PARALLEL_JOIN_ROWS = 1 << 24
+"""Columns in chunks of at least this many rows are joined on every thread
+(:func:`receval.kernels.grouping.join_pieces`) rather than by Polars' ``to_numpy``, which
+copies the chunks one after the other but into memory its allocator keeps between calls: at
+10^7 rows Polars' copy took 10 ms (a fresh array on two threads 23 ms), at 10^8 rows 0.46 s
+(on two threads 0.24 s)."""
+
+
 def column_array(series: pl.Series) -> np.ndarray:
     """An Int64, UInt64 or Float64 column without nulls as one array (int64: uint64 values
     by their bits); no copy when it is in one chunk."""
+    if series.n_chunks() > 1 and series.len() >= _PARALLEL_JOIN_ROWS:
+        return G.join_pieces(column_pieces(series))
     return _bits(np.ascontiguousarray(series.to_numpy()))
 
 

@@ -207,15 +207,18 @@ def gain_matrix(
     for m in metrics:
         key = gain_key(m)
         index.append(-1 if key is None else variants.setdefault(key, len(variants)))
-    rows = []
-    clipped = np.maximum(rel, 0.0)
-    for kind, gain in variants:
+    # every row written in place into one matrix: no temporaries, no stacked copy
+    out = np.empty((len(variants), rel.shape[0]), dtype=np.float64)
+    for row, (kind, gain) in zip(out, variants, strict=True):
         if kind == "err":
-            rows.append(err_probabilities(rel, clipped, gain, relevance_col))
+            np.maximum(rel, 0.0, out=row)
+            row[:] = err_probabilities(rel, row, gain, relevance_col)
         elif gain == "linear":
-            rows.append(clipped)
+            np.maximum(rel, 0.0, out=row)
         elif gain == "exp":
-            rows.append(np.exp2(clipped) - 1.0)
+            np.maximum(rel, 0.0, out=row)
+            np.exp2(row, out=row)
+            np.subtract(row, 1.0, out=row)
         else:
             assert isinstance(gain, tuple)
             keys = np.array([k for k, _ in gain], dtype=np.float64)
@@ -231,10 +234,8 @@ def gain_matrix(
                     "(relevance <= 0 gains 0 unless mapped)."
                 )
                 raise InputError(msg)
-            rows.append(np.where(found, vals[pos], 0.0))
-    if not rows:
-        return np.zeros((0, rel.shape[0]), dtype=np.float64), index
-    return np.ascontiguousarray(np.vstack(rows)), index
+            np.copyto(row, np.where(found, vals[pos], 0.0))
+    return out, index
 
 
 def err_probabilities(
