@@ -23,7 +23,7 @@ from receval.engines.local import evaluate_local
 from receval.engines.model import evaluate_model, is_model, parse_memory
 from receval.engines.sampled import evaluate_sampled
 from receval.engines.segments import evaluate_segments
-from receval.engines.spark import _evaluate_spark, check_spark_options, is_spark_frame
+from receval.engines.spark import check_spark_options, evaluate_spark_plan, is_spark_frame
 from receval.engines.stream import SortedArg, evaluate_stream
 from receval.families.beyond import check_sampled_metrics
 from receval.families.contract import NoRecsPolicy, Options, TiesPolicy
@@ -260,7 +260,7 @@ def evaluate(
                 "the Spark engine takes recommendation tables (receval.topk builds one)."
             )
             raise InputError(msg)
-        return _evaluate_spark(truth, recs, parse_metrics(metrics), options, spark, partitions)
+        return evaluate_spark_plan(truth, recs, parse_metrics(metrics), options, spark, partitions)
     if engine in ("local", "stream"):
         truth, recs, options = _local_inputs(truth, recs, options)
     for role in ("train", "items"):  # a path given must exist, whether a metric reads it or not

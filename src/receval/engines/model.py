@@ -71,7 +71,11 @@ from receval.kernels.ranking import frozen
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 
-__all__ = ["FactorModel", "ScoreModel", "evaluate_model", "is_model", "topk"]
+__all__ = [
+    "PAIR_KEY", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids", "catalog_tie_key",
+    "evaluate_model", "is_model", "pair_offsets", "read_unified", "setup_model", "topk",
+    "warn_model_facts",
+]  # fmt: skip
 
 Similarity = Literal["dot", "cosine"]
 ExcludedTruth = Literal["drop", "raise"]
@@ -484,10 +488,10 @@ def _read_pairs(
     )  # fmt: skip
     if checked.height == 0:
         return None
-    return _cast(checked.select(user_col, item_col), role, kinds, [user_col, item_col])
+    return cast_model_ids(checked.select(user_col, item_col), role, kinds, [user_col, item_col])
 
 
-def _cast(
+def cast_model_ids(
     frame: pl.DataFrame, role: Role, kinds: dict[str, IdType], cols: list[str]
 ) -> pl.DataFrame:
     """The id columns ``cols`` (user, item) cast as ``id_type`` asks (:func:`cast_ids`)."""
@@ -541,15 +545,17 @@ def _is_table(value: object) -> bool:
     return module in ("pandas", "pyarrow") and hasattr(value, "columns")
 
 
-_KEY = np.int64(2**32)  # (user, column) pairs as one int64: user * _KEY + column
+PAIR_KEY = np.int64(2**32)  # (user, column) pairs as one int64: user * PAIR_KEY + column
 
 
-def _csr(users: np.ndarray, cols: np.ndarray, n_users: int) -> tuple[np.ndarray, np.ndarray]:
+def pair_offsets(
+    users: np.ndarray, cols: np.ndarray, n_users: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Offsets and sorted, distinct columns per user of (user, column) pairs (both >= 0)."""
-    key = np.sort(users * _KEY + cols)  # a sort, then drop repeats (np.unique hashes: slower)
+    key = np.sort(users * PAIR_KEY + cols)  # a sort, then drop repeats (np.unique hashes: slower)
     if key.size:
         key = key[np.concatenate(([True], key[1:] != key[:-1]))]
-    users, cols = key // _KEY, key % _KEY
+    users, cols = key // PAIR_KEY, key % PAIR_KEY
     offsets = np.zeros(n_users + 1, dtype=np.int64)
     np.cumsum(np.bincount(users, minlength=n_users), out=offsets[1:])
     return offsets, np.ascontiguousarray(cols, dtype=np.int64)
@@ -558,7 +564,7 @@ def _csr(users: np.ndarray, cols: np.ndarray, n_users: int) -> tuple[np.ndarray,
 # ------------------------------------------------------------------------------- scoring
 
 
-class _Scorer:
+class Scorer:
     """A model's scores over the scored columns (the catalog, or its global candidates), and
     what their scan needs to know: the item side, the score size, whether to check for
     overflow."""
@@ -706,7 +712,7 @@ def _progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[i
 
 
 def _scan(
-    scorer: _Scorer,
+    scorer: Scorer,
     model_row: np.ndarray,
     t_off: np.ndarray,
     t_col: np.ndarray,
@@ -777,7 +783,7 @@ _CACHE_BYTES = 32 << 20  # a worker's block of scores: large enough for BLAS to 
 
 
 def _scan_factors(
-    scorer: _Scorer,
+    scorer: Scorer,
     scored: np.ndarray,
     model_row: np.ndarray,
     layout: tuple[Any, ...],
@@ -874,7 +880,7 @@ def _per_user(candidates: Any) -> bool:
     return candidates is not None and (isinstance(candidates, dict) or _is_table(candidates))
 
 
-def _read_unified(
+def read_unified(
     data: Any,
     role: Literal["exclude", "candidates"],
     inputs: Inputs,
@@ -965,18 +971,18 @@ def _masks(
 
     ex = (np.zeros(n_users + 1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     if excluded is not None:
-        ex = _csr(*pairs_of(excluded), n_users)
+        ex = pair_offsets(*pairs_of(excluded), n_users)
     if per_user is None:
         return ex, None
     pu, pcol = pairs_of(per_user)
     if ex[1].size:  # candidates minus the excluded items
-        ex_key = np.repeat(np.arange(n_users), np.diff(ex[0])) * _KEY + ex[1]
-        keep = ~np.isin(pu * _KEY + pcol, ex_key)
+        ex_key = np.repeat(np.arange(n_users), np.diff(ex[0])) * PAIR_KEY + ex[1]
+        keep = ~np.isin(pu * PAIR_KEY + pcol, ex_key)
         pu, pcol = pu[keep], pcol[keep]
-    return ex, _csr(pu, pcol, n_users)
+    return ex, pair_offsets(pu, pcol, n_users)
 
 
-def _setup(
+def setup_model(
     t_frame: pl.DataFrame,
     model: Model,
     *,
@@ -1002,7 +1008,7 @@ def _setup(
         t_frame = t_frame.with_columns(t_users.alias(user_col))
     facts: dict[str, Any] = {}
 
-    excluded = _read_unified(exclude, "exclude", inputs, kinds, t_frame[user_col], items)
+    excluded = read_unified(exclude, "exclude", inputs, kinds, t_frame[user_col], items)
     facts["exclude_rows_not_in_catalog"] = 0
     facts["truth_rows_excluded"] = 0
     if excluded is not None:
@@ -1022,7 +1028,7 @@ def _setup(
     cat_idx = match_users(t_grp.column(item_col), items)
     t_col = np.where(cat_idx >= 0, catalog.col_of[np.maximum(cat_idx, 0)], -1)
     t_col = np.ascontiguousarray(t_col, dtype=np.int64)
-    per_user = _read_unified(
+    per_user = read_unified(
         candidates if _per_user(candidates) else None, "candidates", inputs, kinds, keys, items
     )
     ex, pc = _masks(keys, catalog, excluded, per_user, user_col, item_col)
@@ -1030,8 +1036,8 @@ def _setup(
     facts["candidates"] = "all" if catalog.cols is None else "global"
     if pc is not None:
         t_user = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(t_grp.offsets))
-        in_pc_key = np.repeat(np.arange(n_users), np.diff(pc[0])) * _KEY + pc[1]
-        t_cand = t_cand & np.isin(t_user * _KEY + np.maximum(t_col, 0), in_pc_key)
+        in_pc_key = np.repeat(np.arange(n_users), np.diff(pc[0])) * PAIR_KEY + pc[1]
+        t_cand = t_cand & np.isin(t_user * PAIR_KEY + np.maximum(t_col, 0), in_pc_key)
         facts["candidates"] = "per_user"
     facts["users_scored"] = int((model_row >= 0).sum())
     facts["truth_users_not_in_model"] = int((model_row < 0).sum())
@@ -1042,7 +1048,7 @@ def _setup(
     )  # fmt: skip
 
 
-def _tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
+def catalog_tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
     """Per scored column, trec_eval's tiebreak key (higher first); empty unless ``trec``."""
     if ties != "trec":
         return np.zeros(0, dtype=np.int64)
@@ -1058,7 +1064,7 @@ def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
     if ties == "first":
         return None
     ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
-    key = pl.Series(-_tie_key(catalog, ties)) if ties == "trec" else ids
+    key = pl.Series(-catalog_tie_key(catalog, ties)) if ties == "trec" else ids
     rank = key.rank("ordinal").cast(pl.Int64) - 1
     return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
 
@@ -1158,7 +1164,7 @@ def read_truth(
         fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
         "has relevance 1).",
     )  # fmt: skip
-    t_frame = _cast(t_frame, "truth", kinds, [user_col, item_col])
+    t_frame = cast_model_ids(t_frame, "truth", kinds, [user_col, item_col])
     dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
     if dup.any():
         msg = (
@@ -1191,7 +1197,7 @@ def evaluate_model(
     k_beyond = check_model_metrics(plan, ties)
     user_col, item_col = options.user_col, options.item_col
     t_frame, rel_col, has_relevance = read_truth(truth, inputs, kinds, options.relevance_col)
-    setup = _setup(
+    setup = setup_model(
         t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
         excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,
     )  # fmt: skip
@@ -1199,8 +1205,8 @@ def evaluate_model(
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     policy = POLICY[ties]
     scan = _scan(
-        _Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
-        setup.t_cand, setup.ex, setup.pc, _tie_key(setup.catalog, ties),
+        Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
+        setup.t_cand, setup.ex, setup.pc, catalog_tie_key(setup.catalog, ties),
         want_first=ties == "first", want_trec=ties == "trec",
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
@@ -1239,7 +1245,7 @@ def evaluate_model(
     if not ranking and prep.counts.evaluated == 0:
         raise InputError(no_evaluated_message(prep.threshold))
     settings = {**options.settings(has_relevance), "model": dict(setup.facts)}
-    _warn_facts(setup.facts)
+    warn_model_facts(setup.facts)
     return merge(plan, parts, prep, settings)
 
 
@@ -1260,16 +1266,16 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
     ex, _ = _masks(prep.t_grp.keys, setup.catalog, known, None, user_col, item_col)
     n_users = prep.t_grp.n_users
     owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(ex[0]))
-    key = owner * _KEY + ex[1]
+    key = owner * PAIR_KEY + ex[1]
     for mask in (setup.ex, setup.pc):  # not excluded, and a candidate where candidates say
         if mask is None:
             continue
-        listed = np.repeat(np.arange(n_users), np.diff(mask[0])) * _KEY + mask[1]
+        listed = np.repeat(np.arange(n_users), np.diff(mask[0])) * PAIR_KEY + mask[1]
         inside = np.isin(key, listed)
         key = key[~inside] if mask is setup.ex else key[inside]
     if setup.model_row.size:  # only users the model scores
-        key = key[setup.model_row[key // _KEY] >= 0]
-    rows, n_users_hit = int(key.size), int(np.unique(key // _KEY).size)
+        key = key[setup.model_row[key // PAIR_KEY] >= 0]
+    rows, n_users_hit = int(key.size), int(np.unique(key // PAIR_KEY).size)
     if rows:
         warnings.warn(
             f"train has {rows} (user, item) pair(s) of {n_users_hit} truth user(s) that are "
@@ -1285,7 +1291,7 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
     return replace(prep, counts=replace(prep.counts, recs_in_train=rows), context=context)
 
 
-def _warn_facts(facts: dict[str, Any]) -> None:
+def warn_model_facts(facts: dict[str, Any]) -> None:
     """A warning for truth that the model cannot rank (users or items it does not know)."""
     said = []
     if facts["truth_users_not_in_model"]:
@@ -1478,15 +1484,15 @@ def topk(
         model_row = np.arange(keys.len(), dtype=np.int64)
     n_users = keys.len()
 
-    excluded = _read_unified(exclude, "exclude", inputs, kinds, keys, items)
-    per_user = _read_unified(
+    excluded = read_unified(exclude, "exclude", inputs, kinds, keys, items)
+    per_user = read_unified(
         candidates if _per_user(candidates) else None, "candidates", inputs, kinds, keys, items
     )
     ex, pc = _masks(keys, catalog, excluded, per_user, user_col, item_col)
     t_off = np.zeros(n_users + 1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     scan = _scan(
-        _Scorer(model, catalog), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
+        Scorer(model, catalog), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
         pc, none, want_first=False, want_trec=False, k_top=int(k), block_bytes=block_bytes,
         keys=keys, progress=progress,
     )  # fmt: skip

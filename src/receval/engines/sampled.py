@@ -20,19 +20,19 @@ from receval._errors import InputError
 from receval.data.io import Inputs
 from receval.data.layout import IdType, check_frame, group_by_user
 from receval.engines.model import (
-    _KEY,
+    PAIR_KEY,
     FactorModel,
     ScoreModel,
-    _cast,
-    _csr,
-    _read_unified,
-    _Scorer,
-    _setup,
-    _tie_key,
-    _warn_facts,
+    Scorer,
+    cast_model_ids,
+    catalog_tie_key,
     is_model,
+    pair_offsets,
     parse_memory,
     read_truth,
+    read_unified,
+    setup_model,
+    warn_model_facts,
 )
 from receval.families.contract import Options, TiesPolicy
 from receval.families.ranking import match_users
@@ -181,11 +181,11 @@ def _from_model(
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a model: negatives drawn, scored and counted."""
     user_col, item_col = inputs.user_col, inputs.item_col
-    setup = _setup(
+    setup = setup_model(
         t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
         excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,
     )  # fmt: skip
-    _warn_facts(setup.facts)
+    warn_model_facts(setup.facts)
     t_grp, catalog = setup.t_grp, setup.catalog
     keys = t_grp.keys
     n_users = t_grp.n_users
@@ -200,7 +200,7 @@ def _from_model(
     if setup.pc is None:  # forbidden columns: excluded and truth items
         ex_off, ex_col = setup.ex
         ex_owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(ex_off))
-        off, cols = _csr(
+        off, cols = pair_offsets(
             np.concatenate([ex_owner, owner[in_cat]]),
             np.concatenate([ex_col, setup.t_col[in_cat]]), n_users,
         )  # fmt: skip
@@ -209,9 +209,9 @@ def _from_model(
     else:  # allowed columns: the user's candidates (less excluded) less truth items
         pc_off, pc_col = setup.pc
         pc_owner = np.repeat(np.arange(n_users, dtype=np.int64), np.diff(pc_off))
-        key = pc_owner * _KEY + pc_col
-        keep = ~np.isin(key, owner[in_cat] * _KEY + setup.t_col[in_cat])
-        off, cols = _csr(pc_owner[keep], pc_col[keep], n_users)
+        key = pc_owner * PAIR_KEY + pc_col
+        keep = ~np.isin(key, owner[in_cat] * PAIR_KEY + setup.t_col[in_cat])
+        off, cols = pair_offsets(pc_owner[keep], pc_col[keep], n_users)
         allowed = np.diff(off)
         complement = False
     q_rows = np.flatnonzero(is_query)
@@ -224,7 +224,7 @@ def _from_model(
     if ties == "first":
         key_order = np.arange(n_cols, dtype=np.int64)
     elif ties == "trec":
-        key_order = np.ascontiguousarray(-_tie_key(catalog, "trec"), dtype=np.int64)
+        key_order = np.ascontiguousarray(-catalog_tie_key(catalog, "trec"), dtype=np.int64)
     m = sampling.negatives
     above = np.zeros(q_rows.size, dtype=np.int64)
     tied = np.zeros(q_rows.size, dtype=np.int64)
@@ -238,7 +238,7 @@ def _from_model(
         users_f, items_f = np.ascontiguousarray(users_f), np.ascontiguousarray(items_f)
         per_user_bytes = 1
     else:
-        scorer = _Scorer(model, catalog)
+        scorer = Scorer(model, catalog)
         per_user_bytes = n_cols * 8
     # blocks of users: the negatives (queries x m) and, for a ScoreModel, the scores
     q_per_user = np.bincount(q_user, minlength=n_users)
@@ -302,7 +302,7 @@ def _popularity(
             "training interactions); pass exclude=, or use distribution='uniform'."
         )
         raise InputError(msg)
-    pairs = _read_unified(exclude, "exclude", inputs, kinds, t_frame[inputs.user_col],
+    pairs = read_unified(exclude, "exclude", inputs, kinds, t_frame[inputs.user_col],
                           catalog.ids)  # fmt: skip
     weights = np.ones(n_cols)
     if pairs is not None:
@@ -353,7 +353,7 @@ def _from_table(
         r_raw, "recs", id_cols=[user_col, item_col], value_col=score_col, value_name="score",
         fix="",
     )  # fmt: skip
-    r_frame = _cast(r_frame, "recs", kinds, [user_col, item_col])
+    r_frame = cast_model_ids(r_frame, "recs", kinds, [user_col, item_col])
     for col in (user_col, item_col):
         lt, rt = t_frame[col].dtype, r_frame[col].dtype
         if lt != rt:

@@ -69,6 +69,7 @@ __all__ = [
     "check_executors",
     "check_spark_options",
     "evaluate_spark",
+    "evaluate_spark_plan",
     "is_spark_frame",
     "session",
 ]
@@ -549,10 +550,10 @@ def evaluate_spark(
     plan = parse_metrics(metrics)
     if sample_col is not None:
         B.check_sampled_metrics(plan, sample_col)
-    return _evaluate_spark(truth, recs, plan, options, spark, partitions)
+    return evaluate_spark_plan(truth, recs, plan, options, spark, partitions)
 
 
-def _evaluate_spark(
+def evaluate_spark_plan(
     truth: Any,
     recs: Any,
     plan: tuple[Metric, ...],
