@@ -114,6 +114,7 @@ def _cut(values: np.ndarray, cuts: list[int]) -> list[np.ndarray]:
         ([70_000, 70_000, 150_001], [70_000, 70_000, 150_001]),  # an empty piece among them
         ([1, 2, 65_536, 200_000], [1, 2, 65_536, 200_000]),
         ([100_000], [100_001]),  # the items cut elsewhere: joined first
+        ([1, 2, 65_536, 200_000], []),  # the items in one piece: read as views
         (list(range(1000, 300_000, 1000)), list(range(1000, 300_000, 1000))),  # many pieces
     ],
 )
@@ -130,8 +131,7 @@ def test_radix_group_of_pieces_equals_stable_argsort(
     scores, items = rng.random(n), rng.integers(-(2**62), 2**62, n)
     carry = (lambda: _cut(scores, cuts), lambda: _cut(items, item_cuts))
     offsets, order, carried = G.radix_group(_cut(keys + low, cuts), low, size, carry, low_bits)
-    read_in_place = cuts == item_cuts
-    assert joins == ([] if read_in_place else [len(cuts) + 1] * 3)
+    assert joins == ([] if cuts == item_cuts or not item_cuts else [len(item_cuts) + 1])
     want = np.argsort(keys, kind="stable")
     np.testing.assert_array_equal(order, want)
     assert [a.dtype for a in carried] == [np.float64, np.int64]
@@ -345,7 +345,7 @@ def _frames() -> dict[str, pl.DataFrame]:
     "layout",
     [
         "shuffled", "grouped", "long runs, users repeated", "uint64", "int32 users",
-        "sparse ints", "strings",
+        "sparse ints", "strings", "string items",
     ],
 )  # fmt: skip
 @pytest.mark.parametrize("cut", ["aligned", "items cut elsewhere", "one chunk"])
@@ -368,6 +368,8 @@ def test_group_by_user_of_chunked_columns_carries_them(
         frame = _frames()["sparse ints"]
     elif layout == "strings":  # coded through hashes
         frame = _frames()["shuffled strings"]
+    elif layout == "string items":  # their hashes carried chunk by chunk
+        frame = _frames()["string items"]
     sizes = [500, 0, 700, frame.height - 1200]
     starts = np.cumsum([0, *sizes[:-1]]).tolist()
     chunked = pl.concat(
@@ -395,13 +397,16 @@ def test_group_by_user_of_chunked_columns_carries_them(
     if radix and cut == "items cut elsewhere":
         lengths = [[c.len() for c in chunked[col].get_chunks()] for col in ("user", "item")]
         assert lengths[0] != lengths[1] and n_chunks[0] > 1
-        assert joins == [*coded, *n_chunks]  # users (or codes), items, values
+        keyed = _layout.item_key_column(chunked["item"]).n_chunks()  # string ids: one chunk
+        # the items only, unless in one chunk (then read as views): the others read in place
+        assert joins == ([*coded, keyed] if keyed > 1 else coded)
     elif radix and cut == "aligned":
         assert joins == coded  # the carried columns read where they lie
     assert grouped.keys.to_list() == keys
     assert grouped.offsets.tolist() == offsets
     assert grouped.frame.equals(want)
-    assert grouped.taken("item", lambda: np.zeros(0)).tolist() == want["item"].to_list()
+    want_items = _layout.item_keys(want["item"]).tolist()  # string ids: their hashes
+    assert grouped.taken("item", lambda: np.zeros(0)).tolist() == want_items
     assert grouped.taken("value", lambda: np.zeros(0)).tolist() == want["score"].to_list()
     assert grouped.carried["item"].dtype == np.int64
     assert grouped.carried["value"].dtype == np.float64

@@ -450,6 +450,13 @@ def _low_sort_chunk(
             cnt[j] = p + 1
 
 
+def _cut_like(pieces: Sequence[np.ndarray], like: Sequence[np.ndarray]) -> Pieces:
+    """``pieces`` (joined first when in more than one) as views cut where ``like`` is cut."""
+    whole = joined(pieces)
+    cuts = np.cumsum([0] + [p.shape[0] for p in like]).tolist()
+    return [frozen(whole[a:b]) for a, b in pairwise(cuts)]
+
+
 def _same_cuts(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
     return len(a) == len(b) and all(x.shape[0] == y.shape[0] for x, y in zip(a, b, strict=True))
 
@@ -507,7 +514,8 @@ def radix_group(
 
     ``values`` and what ``carry`` makes: one array each, or :data:`Pieces` (the first pass
     reads them where they lie, e.g. the chunks of a Parquet column, instead of a joined copy
-    of each: pieces cut at other rows than ``values``' are joined first). ``values``: int64
+    of each: a carried column in one piece is read as views cut like ``values``, one in
+    pieces cut elsewhere is joined first). ``values``: int64
     (uint64 ids viewed as int64, ``low`` wrapped the same way); ``size`` at most
     ``2 ** RADIX_MAX_BITS``, fewer than ``2 ** 32`` rows. Two passes that each keep their
     counters and write streams in cache: the rows are placed by the key's high bits
@@ -525,9 +533,7 @@ def radix_group(
     made = [_as_int64_pieces(m) for m in made_raw]
     del made_raw
     assert all(sum(p.shape[0] for p in m) == n for m in made)
-    if not all(_same_cuts(vp, m) for m in made):
-        vp = [frozen(joined(vp))]
-        made = [[frozen(joined(m))] for m in made]
+    made = [m if _same_cuts(vp, m) else _cut_like(m, vp) for m in made]
     none = frozen(np.zeros(0, dtype=np.int64))
     sources = made + [[none] * len(vp)] * (2 - len(made))
     del made
