@@ -9,11 +9,13 @@ comparison sort:
 2. a prefix sum over (code, chunk), codes first, gives each chunk its first position per code;
 3. each chunk writes its rows' indices to those positions, in row order.
 
-Integer ids in a range of at most 2^24 (:func:`radix_group`) skip the codes: the rows are
-placed by the high bits of ``id - low`` (the same three steps, at most 8192 buckets), then
-each bucket by the low 11 bits, whose per-bucket counts give every id's offset. Both passes
-keep their counters and write streams in cache, where one counting sort over 10^6 users
-scatters to 10^6 places.
+Integer ids in a range of at most 2^24 skip the codes; other ids are grouped by their codes
+the same way (:func:`radix_group`, :func:`counting_sort` only past 2^24 users): the rows are
+placed by the high bits of ``id - low`` (the same three steps, at most 512 buckets), then each
+bucket by its low bits (6 to 15, buckets of about 2^15 rows), whose per-bucket counts give
+every id's offset. Both passes keep their counters and write streams in cache, where one
+counting sort over 10^6 users scatters to 10^6 places. The columns the caller needs in
+grouped order move with the rows, read where they lie (a Parquet column's chunks, no copy).
 
 The sort is stable: within a code, rows keep their input order (chunks are in row order, and
 a chunk writes its rows in order), which ``ties="first"`` reads. The passes over rows are
