@@ -104,35 +104,27 @@ def _fill_table(
     probed with :func:`_slot` on ``_table_bits(hi - lo)`` bits.
     """
     bits = _table_bits(hi - lo)
-    mask = (1 << bits) - 1
     for a in range(lo, hi):
-        key = items[a]
-        slot = _slot(key, bits)
-        while tab_stamp[slot] == stamp:
-            if tab_key[slot] == key:
-                return True
-            slot = (slot + 1) & mask
-        tab_stamp[slot] = stamp
-        tab_key[slot] = key
+        slot = _put(items[a], bits, tab_key, tab_stamp, stamp)
+        if slot < 0:
+            return True
         tab_val[slot] = a
     return False
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _seen_before(
-    key: int, bits: int, tab_key: np.ndarray, tab_stamp: np.ndarray, stamp: int
-) -> bool:
-    """Whether ``key`` is in the table under ``stamp`` (as :func:`_fill_table` fills it, no
-    value kept); if not, it is put there."""
+def _put(key: int, bits: int, tab_key: np.ndarray, tab_stamp: np.ndarray, stamp: int) -> int:
+    """Put ``key`` in the table under ``stamp`` and return its slot, or -1 when it is there
+    already (nothing put)."""
     mask = (1 << bits) - 1
     slot = _slot(key, bits)
     while tab_stamp[slot] == stamp:
         if tab_key[slot] == key:
-            return True
+            return -1
         slot = (slot + 1) & mask
     tab_stamp[slot] = stamp
     tab_key[slot] = key
-    return False
+    return slot
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -869,8 +861,8 @@ def _score_user(
         k = 0
         for p in range(n):  # one pass: the search for duplicates and the match with truth
             row = rs + p
-            if _seen_before(r_item[row], sbits, seen_key, seen_stamp, stamp):
-                return STATUS_DUP_RECS
+            if _put(r_item[row], sbits, seen_key, seen_stamp, stamp) < 0:
+                return STATUS_DUP_RECS  # the item came before in this list
             trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
             if trow >= 0:
                 t_match[trow] = row
