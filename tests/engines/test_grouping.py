@@ -393,15 +393,14 @@ def test_group_by_user_of_chunked_columns_carries_them(
     grouped = _layout.group_by_user(chunked, "user", carry)
     radix = layout != "grouped"  # users or their codes grouped by radix_group
     n_chunks = [chunked[c].n_chunks() for c in ("user", "item", "score")]
-    coded = n_chunks[:1] if layout == "sparse ints" else []  # ids joined for the hash table
     if radix and cut == "items cut elsewhere":
         lengths = [[c.len() for c in chunked[col].get_chunks()] for col in ("user", "item")]
         assert lengths[0] != lengths[1] and n_chunks[0] > 1
         keyed = _layout.item_key_column(chunked["item"]).n_chunks()  # string ids: one chunk
         # the items only, unless in one chunk (then read as views): the others read in place
-        assert joins == ([*coded, keyed] if keyed > 1 else coded)
+        assert joins == ([keyed] if keyed > 1 else [])
     elif radix and cut == "aligned":
-        assert joins == coded  # the carried columns read where they lie
+        assert joins == []  # the carried columns read where they lie
     assert grouped.keys.to_list() == keys
     assert grouped.offsets.tolist() == offsets
     assert grouped.frame.equals(want)

@@ -409,7 +409,7 @@ def group_by_user(
         if radix is not None:  # integer ids in a small range: no codes
             keys, offsets, order, carried = radix
         else:
-            codes, keys = user_codes(users, bits=G.joined(pieces))
+            codes, keys = user_codes(users, bits=_int_bits(users))
         if keys.len() == n_runs:
             run_off = G.run_offsets(pieces, n_runs)
             run_keys = users.gather(run_off[:-1]).alias(user_col)
@@ -512,9 +512,7 @@ def _counting_grouped(
     lie), or a counting sort and gathers past its range."""
     n = codes.shape[0]
     if keys.len() <= 1 << G.RADIX_MAX_BITS and n < 1 << 32:
-        lengths = [chunk.len() for chunk in frame[user_col].get_chunks()]
-        cuts = np.cumsum(lengths[:-1]).tolist()
-        pieces = [codes[a:b] for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
+        pieces = G.cut(codes, [chunk.len() for chunk in frame[user_col].get_chunks()])
         made = [partial(_pieces_made, make) for make in makers.values()]
         offsets, order, moved = G.radix_group(pieces, 0, max(1, keys.len()), made)
         carried = dict(zip(makers, moved, strict=True))
@@ -585,8 +583,11 @@ def _run_ids(users: pl.Series) -> np.ndarray:
 def _int_bits(ids: pl.Series) -> np.ndarray | None:
     """Integer ids as int64 (uint64 ids as their bits: distinct ids stay distinct), else
     None."""
-    pieces = _int_bit_pieces(ids)
-    return None if pieces is None else G.joined(pieces)
+    if not ids.dtype.is_integer():
+        return None
+    if ids.dtype in (pl.Int64, pl.UInt64):
+        return column_array(ids)
+    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
 
 
 def _int_bit_pieces(ids: pl.Series) -> list[np.ndarray] | None:

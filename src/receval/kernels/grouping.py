@@ -44,6 +44,7 @@ __all__ = [
     "Pieces",
     "count_runs",
     "counting_sort",
+    "cut",
     "gather",
     "join_pieces",
     "joined",
@@ -452,11 +453,16 @@ def _low_sort_chunk(
             cnt[j] = p + 1
 
 
+def cut(values: np.ndarray, lengths: Sequence[int]) -> Pieces:
+    """``values`` as read-only views of consecutive ``lengths`` rows (summing to its length)."""
+    cuts = np.cumsum([0, *lengths]).tolist()
+    assert cuts[-1] == values.shape[0]
+    return [frozen(values[a:b]) for a, b in pairwise(cuts)]
+
+
 def _cut_like(pieces: Sequence[np.ndarray], like: Sequence[np.ndarray]) -> Pieces:
     """``pieces`` (joined first when in more than one) as views cut where ``like`` is cut."""
-    whole = joined(pieces)
-    cuts = np.cumsum([0] + [p.shape[0] for p in like]).tolist()
-    return [frozen(whole[a:b]) for a, b in pairwise(cuts)]
+    return cut(joined(pieces), [p.shape[0] for p in like])
 
 
 def _same_cuts(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> bool:
