@@ -8,9 +8,7 @@ dependency: without it the Spark tests fail, they are not skipped.
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +32,6 @@ def cli(*args: str | Path) -> tuple[int, str, str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.stdout, result.stderr
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    # 4 shuffle partitions: Spark's default of 200 costs ~50 ms of Python worker per task
-    from receval.engines.spark import session
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield spark
-    spark.stop()
 
 
 @pytest.fixture(scope="module")

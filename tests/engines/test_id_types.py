@@ -9,9 +9,7 @@ Spark engine. No column type is guessed from a sample of rows.
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -333,16 +331,6 @@ def test_config_id_type(tmp_path: Path) -> None:
 
 
 # -------------------------------------------------------------------------- Spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    import receval.engines.spark
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
 
 
 def test_spark_reads_csv_ids_as_the_local_engine(spark: Any, tmp_path: Path) -> None:

@@ -562,19 +562,6 @@ def test_cli_columns_and_config(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------- Spark engine
 
 
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    import os
-    import sys
-
-    import receval.engines.spark
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
-
-
 def test_spark_engine_gives_the_local_result(spark: Any, tmp_path: Path) -> None:
     data = make_data(8)
     own = renamed(data)

@@ -14,11 +14,9 @@ pyspark is a test dependency: a missing pyspark fails this module, it is never s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +35,6 @@ from receval import InputError
 from receval.cli import app
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
 
 
 def to_spark(spark: SparkSession, frame: pl.DataFrame, partitions: int | None = 5) -> SparkFrame:

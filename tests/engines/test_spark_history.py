@@ -11,10 +11,7 @@ pyspark is a test dependency: a missing pyspark fails this module, it is never s
 
 from __future__ import annotations
 
-import os
 import pickle
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
@@ -30,14 +27,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 HISTORY = tuple(s.name for s in receval.list_metrics() if s.needs_history)
 TESTED = (*HISTORY, "pop_serendipity")
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = engine.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
 
 
 def history_metrics(similarity: bool) -> list[str]:

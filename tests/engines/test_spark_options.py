@@ -7,9 +7,6 @@ command line turns it into one line on stderr with exit code 2.
 
 from __future__ import annotations
 
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +82,6 @@ def test_spark_options_need_the_spark_engine(engine: str, name: str, value: Any)
 
 
 # --------------------------------------------------------------------- with a session
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = receval.engines.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
 
 
 def test_numpy_integer_partitions(spark: Any) -> None:

@@ -16,10 +16,7 @@ pyspark is a test dependency: a missing pyspark fails this module, it is never s
 
 from __future__ import annotations
 
-import os
 import random
-import sys
-from collections.abc import Iterator
 from typing import Any
 
 import polars as pl
@@ -36,14 +33,6 @@ from receval.engines import spark as engine
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 NAMES = ["ee_loss@3", "ee_disparity", "ee_relevance(patience=0.7)@2", "ee_loss(rel=2)"]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = engine.session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield session
-    session.stop()
 
 
 def to_spark(spark: SparkSession, frame: pl.DataFrame, partitions: int | None) -> SparkFrame:
