@@ -34,7 +34,10 @@ peers take) before the clock starts, ``--repeat`` calls each:
 The loops use blocks of users whose float32 score block fits ``--block-memory`` (receval's
 default, 256 MiB). Before the timed runs every method runs once on tiny data so that numba's
 on-disk caches are filled. Reported: first call, best call, the ratios to (a) and (b), peak RSS
-of the process (``getrusage``) and peak RSS over the loaded data; and agreement: (c), (d), (f)
+of the process (``getrusage``), peak RSS over the loaded data, and over the loaded data and the
+code (less what the method's tiny warm-up run, in its own process, added over its own data:
+the libraries' code, Numba's compiled kernels, thread pools), which is what ``block_memory``
+bounds; and agreement: (c), (d), (f)
 against (e) on the @K metrics (mrr from a top-K list is mrr@K, so it is left out), implicit's
 ndcg and map against receval's ``ndcg@K`` and ``map(denominator=min)@K``. A method that fails
 (not installed, not implemented yet, out of memory) is reported as skipped with its error.
@@ -569,7 +572,8 @@ def report(
     reference = results.get("receval", {})
     ref_means = reference.get("means") if reference.get("status") == "ok" else None
     header = ["method", "first s", f"best of {args.repeat} s", "/ (a)", "/ (b)",
-              "peak RSS GiB", "over data GiB", "max \\|Δ mean\\| vs (e)"]  # fmt: skip
+              "peak RSS GiB", "over data GiB", "over data + code GiB",
+              "max \\|Δ mean\\| vs (e)"]  # fmt: skip
     rows, notes = [], []
     for method in args.methods:
         r = results[method]
@@ -602,6 +606,10 @@ def report(
             _fmt(t / base_b if base_b else None, ".2f") + ("x" if base_b else ""),
             _fmt(r["peak_rss"] / GIB, ".2f"),
             _fmt((r["peak_rss"] - r["loaded_rss"]) / GIB, ".2f"),
+            _fmt(
+                (r["peak_rss"] - r["loaded_rss"] - r["code_rss"]) / GIB
+                if "code_rss" in r else None, ".2f",
+            ),
             agree,
         ])  # fmt: skip
         if r.get("extra", {}).get("factors_check"):
@@ -686,13 +694,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "block_memory": args.block_bytes, "block_memory_text": args.block_memory,
                     "implicit_view": "implicit" in ",".join(args.methods)}  # fmt: skip
 
+        warm: dict[str, dict[str, Any]] = {}
         if not args.no_warmup:
             (workdir / "tiny").mkdir(exist_ok=True)
             tiny = {**data_spec, "users": 300, "items": 2000, "dir": str(workdir / "tiny")}
             _spawn("generate", tiny, args.timeout)
-            for method in args.methods:
-                if method in USES_RECEVAL:
-                    _spawn("worker", spec(method, "tiny", 1), args.timeout)
+            for method in args.methods:  # also: what loading each method's code costs
+                warm[method] = _spawn("worker", spec(method, "tiny", 1), args.timeout)
 
         results: dict[str, dict[str, Any]] = {}
         for method in args.methods:
@@ -705,6 +713,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 times = ", ".join(f"{t:.2f}" for t in outcome["times"])
                 print(f"  {times} s", flush=True)
+            if warm.get(method, {}).get("status") == "ok" and outcome["status"] == "ok":
+                outcome["code_rss"] = warm[method]["peak_rss"] - warm[method]["loaded_rss"]
             results[method] = outcome
 
         text = report(args, results, data_info)

@@ -166,8 +166,9 @@ def evaluate(
         With a model: the items to rank within, instead of the whole catalog: item ids (one
         subset for every user) or ``(user, item)`` rows (a table, file or dict: per user).
     block_memory:
-        With a model: the memory for one block of scores (users x items), in bytes or as text
-        (``"256MiB"``, ``"2GB"``); the score matrix is never held whole. With
+        With a model: the memory of its scan, in bytes or as text (``"256MiB"``, ``"2GB"``):
+        the blocks of scores (users x items) and the scan's per-user arrays; the score matrix
+        is never held whole. With
         ``engine="stream"``: the memory for one block of rows (about 200 bytes a row).
     sorted_by_user:
         ``engine="stream"`` with Parquet files: ``"auto"`` reads files whose metadata says

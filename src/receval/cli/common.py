@@ -300,7 +300,8 @@ CandidatesOpt = Annotated[
 BlockMemoryOpt = Annotated[
     str | None,
     typer.Option(
-        help="Memory of one block of scores (a factor model) or of rows (--engine stream), "
+        help="Memory of a model's scan (its blocks of scores and per-user arrays) or of one "
+        "block of rows (--engine stream), "
         "e.g. 1GiB, or bytes \\[default: 256MiB]."
     ),
 ]

@@ -71,7 +71,9 @@ def evaluate_sampled(
         raise InputError(msg)
     tagged = check_sampled_metrics(plan, sampling.tag)
     block_bytes = parse_memory(block_memory)
-    t_frame, rel_col, has_relevance = read_truth(truth, inputs, kinds, options.relevance_col)
+    t_frame, rel_col, has_relevance = read_truth(
+        truth, inputs, kinds, options.relevance_col, check_repeats=not is_model(recs)
+    )  # a model's truth is checked by setup_model, grouped
     if is_model(recs):
         if sampling.catalog_size is not None:
             msg = (

@@ -47,6 +47,7 @@ from receval.families.contract import (
     per_user_frame,
     warn_unused_relevance,
 )
+from receval.kernels import grouping as G
 from receval.kernels import ranking as K
 from receval.kernels.exact import total_of
 from receval.metrics.registry import Metric, ParamValue
@@ -173,9 +174,33 @@ def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Conte
     return replace(context, has_relevance=has_relevance, id_type=kinds)
 
 
+_LOOKUP_MAX = 1 << 24  # most entries (8 bytes each) of the lookup table of match_users
+
+
+def _table_lookup(t_keys: pl.Series, r_keys: pl.Series) -> bool:
+    """Whether :func:`match_users` may look ``t_keys`` up in a table of ``r_keys``."""
+    if t_keys.dtype != pl.Int64 or r_keys.dtype != pl.Int64 or r_keys.len() == 0:
+        return False
+    if t_keys.has_nulls() or r_keys.has_nulls():
+        return False
+    low, high = r_keys.min(), r_keys.max()
+    assert isinstance(low, int) and isinstance(high, int)
+    span = high - low + 1
+    return span <= min(_LOOKUP_MAX, 4 * r_keys.len() + 1024)
+
+
 def match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
     """For each truth user, the index of its recs group, or -1 (for any ids: each value of
-    ``t_keys``, its position in the distinct ``r_keys``)."""
+    ``t_keys``, its position in the distinct ``r_keys``).
+
+    Int64 ids whose distinct ``r_keys`` span a range of at most four entries per key are
+    looked up in a table (:func:`receval.kernels.grouping.positions_in`): 2x10^6 ids against
+    10^5 keys in 4 ms where Polars' join took 40-65 ms and left 20-60 MiB in its allocator."""
+    if _table_lookup(t_keys, r_keys):
+        keys = r_keys.to_numpy()
+        low = int(keys.min())
+        size = int(keys.max()) - low + 1
+        return G.positions_in(t_keys.to_numpy(), keys, low, size)
     left = pl.DataFrame({"k": t_keys})
     right = pl.DataFrame({"k": r_keys, "g": pl.int_range(r_keys.len(), dtype=pl.Int64, eager=True)})
     joined = left.join(right, on="k", how="left", maintain_order="left")

@@ -45,9 +45,11 @@ __all__ = [
     "count_runs",
     "counting_sort",
     "cut",
+    "distinct_within",
     "gather",
     "join_pieces",
     "joined",
+    "positions_in",
     "radix_group",
     "range_codes",
     "run_offsets",
@@ -179,6 +181,35 @@ def _range_lookup_chunk(
     n = values.shape[0]
     for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
         out[i] = rank[np.int64(np.uint64(values[i]) - np.uint64(low))]
+
+
+@njit(cache=True, nogil=True)
+def _positions_chunk(
+    c: int, values: np.ndarray, low: int, table: np.ndarray, out: np.ndarray
+) -> None:
+    n = values.shape[0]
+    size = table.shape[0]
+    for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
+        v = values[i]
+        out[i] = -1
+        if v >= low:  # the distance in uint64: no overflow for any two int64 values
+            j = np.uint64(v) - np.uint64(low)
+            if j < np.uint64(size):
+                out[i] = table[np.int64(j)]
+
+
+def positions_in(values: np.ndarray, keys: np.ndarray, low: int, size: int) -> np.ndarray:
+    """For each of ``values``, its position in the distinct ``keys`` or -1 (both int64,
+    every key in ``[low, low + size)``; ``values`` anywhere): one lookup table of ``size``
+    entries, read in parallel."""
+    table = np.full(size, -1, dtype=np.int64)
+    table[keys - low] = np.arange(keys.shape[0], dtype=np.int64)
+    out = _empty(values.shape[0])
+    run_chunks(
+        _positions_chunk, _n_chunks(values.shape[0], _ROWS), frozen(values), int(low),
+        frozen(table), out,
+    )  # fmt: skip
+    return out
 
 
 def range_codes(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -669,3 +700,53 @@ def sort_within(offsets: np.ndarray, order: np.ndarray, key: np.ndarray) -> None
     tmp = _empty(order.shape[0])
     args = (frozen(offsets), frozen(key), order, tmp)
     run_chunks(_sort_within_chunk, _n_chunks(offsets.shape[0] - 1, _GROUPS), *args)
+
+
+@njit(cache=True, nogil=True)
+def _distinct_chunk(c: int, offsets: np.ndarray, values: np.ndarray, counts: np.ndarray) -> None:
+    n_groups = offsets.shape[0] - 1
+    for g in range(c * _GROUPS, min(n_groups, (c + 1) * _GROUPS)):
+        lo, hi = offsets[g], offsets[g + 1]
+        seg = values[lo:hi]
+        ordered = True
+        for i in range(1, seg.shape[0]):
+            if seg[i] < seg[i - 1]:
+                ordered = False
+                break
+        if not ordered:
+            seg.sort()
+        k = 0
+        for i in range(seg.shape[0]):
+            if k == 0 or seg[i] != seg[k - 1]:
+                seg[k] = seg[i]
+                k += 1
+        counts[g] = k
+
+
+@njit(cache=True, nogil=True)
+def _compact_chunk(
+    c: int, offsets: np.ndarray, values: np.ndarray, new_off: np.ndarray, out: np.ndarray
+) -> None:
+    n_groups = offsets.shape[0] - 1
+    for g in range(c * _GROUPS, min(n_groups, (c + 1) * _GROUPS)):
+        lo = offsets[g]
+        start = new_off[g]
+        for i in range(new_off[g + 1] - start):
+            out[start + i] = values[lo + i]
+
+
+def distinct_within(offsets: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each group ``values[offsets[g]:offsets[g + 1]]`` (int64) sorted ascending without
+    repeats: ``(offsets, values)`` of the result. ``values`` is sorted in place (it must be
+    the caller's own array); a group already in order costs one pass."""
+    n_groups = offsets.shape[0] - 1
+    counts = np.empty(n_groups, dtype=np.int64)
+    n_chunks = _n_chunks(n_groups, _GROUPS)
+    run_chunks(_distinct_chunk, n_chunks, frozen(offsets), values, counts)
+    if np.array_equal(counts, np.diff(offsets)):
+        return offsets, values
+    new_off = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum(counts, out=new_off[1:])
+    out = _empty(int(new_off[-1]))
+    run_chunks(_compact_chunk, n_chunks, frozen(offsets), frozen(values), frozen(new_off), out)
+    return new_off, out
