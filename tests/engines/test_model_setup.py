@@ -95,6 +95,26 @@ def test_excluded_truth_rows_left_out(candidates: list[int] | None) -> None:
     assert not [m for m in said_kept if "exclude also lists" in m], said_kept
 
 
+def test_excluded_truth_rows_left_out_with_per_user_candidates() -> None:
+    candidates = {0: [1, 2, 3, 5], 1: [4, 5, 6], 2: [2, 3, 7], 3: [6, 0], 5: [7, 1]}
+    got, _ = quiet(TRUTH, model(), METRICS, exclude=EXCLUDE, candidates=candidates)
+    want, _ = quiet(KEPT, model(), METRICS, exclude=EXCLUDE, candidates=candidates)
+    same(got, want)
+    assert got.settings["model"]["truth_rows_excluded"] == 5
+    assert got.settings["model"]["candidates"] == "per_user"
+
+
+def test_topk_excludes_what_exclude_lists() -> None:
+    table = receval.topk(model(), 8, exclude=EXCLUDE)
+    listed = set(zip(EXCLUDE["user"].to_list(), EXCLUDE["item"].to_list(), strict=True))
+    shown = set(zip(table["user"].to_list(), table["item"].to_list(), strict=True))
+    assert not listed & shown
+    per_user = table.group_by("user").len().sort("user")
+    # 8 items less each user's excluded catalog items (user 4: item 0; user 5: none known)
+    want = {0: 7, 1: 7, 2: 6, 3: 8, 4: 7, 5: 8}
+    assert dict(zip(per_user["user"].to_list(), per_user["len"].to_list(), strict=True)) == want
+
+
 def test_excluded_truth_rows_raise_names_them() -> None:
     with pytest.raises(receval.InputError, match="excluded_truth='raise'") as info:
         receval.evaluate(TRUTH, model(), METRICS, exclude=EXCLUDE, excluded_truth="raise")
