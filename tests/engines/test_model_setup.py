@@ -278,3 +278,17 @@ def test_count_range_against_brute_force(a: int, b: int, d: int, dtype: type, se
     seg = row[start:stop]
     assert cnt_gt.tolist() == [int((seg > v).sum()) for v in vals]
     assert cnt_eq.tolist() == [int((seg == v).sum()) for v in vals]
+
+
+def test_grouped_nbytes_counts_what_the_grouping_holds() -> None:
+    from receval.data.layout import group_by_user
+
+    frame = pl.DataFrame({"user": [3, 1, 3, 2, 1], "item": [1, 2, 3, 4, 5]})
+    grp = group_by_user(frame, "user")
+    before = grp.nbytes
+    want = frame.estimated_size() + grp.keys.estimated_size() + grp.offsets.nbytes
+    want += grp.order.nbytes if grp.order is not None else 0
+    want += sum(a.nbytes for a in grp.carried.values())
+    assert before == want
+    items = grp.column("item")  # a gathered column is held from now on
+    assert grp.nbytes == before + items.estimated_size()

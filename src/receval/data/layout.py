@@ -112,6 +112,15 @@ class Grouped:
             return pl.Series(name, G.gather(series.to_numpy(), self.order), dtype=series.dtype)
         return series.gather(self.order)
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes this grouping holds: the source frame, offsets and order, the columns
+        gathered so far and the carried arrays."""
+        total = self.source.estimated_size() + self.keys.estimated_size() + self.offsets.nbytes
+        total += self.order.nbytes if self.order is not None else 0
+        total += sum(c.estimated_size() for c in self._columns.values())
+        return int(total + sum(a.nbytes for a in self.carried.values()))
+
     def take(self, values: np.ndarray) -> np.ndarray:
         """Per grouped row, the value of its source row (``values``: one per source row, an
         8-byte dtype); ``values`` itself when the source is grouped already."""

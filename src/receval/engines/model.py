@@ -740,11 +740,13 @@ def _scan(
     keys: pl.Series,
     progress: bool,
     sel_key: np.ndarray | None = None,
+    held: int = 0,
 ) -> _Scan:
     """Score every user with a model row (``model_row >= 0``) in blocks and scan the blocks.
 
     ``sel_key``: per scored column, a distinct key that orders equal scores in the top K
-    (None: catalog order)."""
+    (None: catalog order). ``held``: bytes of the caller's that stay through the scan (truth
+    grouped by user), taken from ``block_bytes`` with the scan's own arrays."""
     n_users = t_off.shape[0] - 1
     n_rows = t_col.shape[0]
     out = _Scan(
@@ -769,8 +771,8 @@ def _scan(
                out.top_col, out.top_score, out.top_n)  # fmt: skip
     _trim_heap()
     # the blocks get what the scan's own arrays leave of the budget (at least a user each)
-    held = sum(a.nbytes for a in (*layout, *outputs, scored) if isinstance(a, np.ndarray))
-    block_bytes = max(0, block_bytes - held)
+    held += sum(a.nbytes for a in (*layout, *outputs, scored) if isinstance(a, np.ndarray))
+    block_bytes = max(0, block_bytes - held - model_row.nbytes)
     # torch keeps the scores, a masked copy or comparison masks and the top-K selection
     per_row = max(n_cols * scorer.itemsize * (3 if scorer.model.uses_torch else 1), 1)
     block = int(max(1, min(block_bytes // per_row, scored.size or 1)))
@@ -1350,7 +1352,7 @@ def evaluate_model(
         setup.t_cand, setup.ex, setup.pc, catalog_tie_key(setup.catalog, ties),
         want_first=ties == "first", want_trec=ties == "trec",
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
-        sel_key=_list_order(setup.catalog, ties) if k_beyond else None,
+        sel_key=_list_order(setup.catalog, ties) if k_beyond else None, held=t_grp.nbytes,
     )  # fmt: skip
 
     if k_beyond:
@@ -1630,6 +1632,7 @@ def topk(
         candidates if _per_user(candidates) else None, "candidates", inputs, kinds, keys, items
     )
     ex, pc = _masks(keys, catalog, excluded, per_user, user_col, item_col)
+    del excluded, per_user  # read into ex and pc: not kept through the scan
     t_off = np.zeros(n_users + 1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     scan = _scan(
