@@ -1025,12 +1025,16 @@ def _to_columns(
     left out: ``col_of`` is increasing over the scored ones)."""
     if catalog.cols is None:
         return lists
+    cols = catalog.col_of[lists[1]]
+    return _kept((lists[0], cols), cols >= 0)
+
+
+def _kept(lists: tuple[np.ndarray, np.ndarray], keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-user lists (offsets, values) with only the values ``keep`` marks, in order."""
     offsets, values = lists
-    cols = catalog.col_of[values]
-    keep = cols >= 0
     kept = np.zeros(keep.size + 1, dtype=np.int64)
     np.cumsum(keep, out=kept[1:])
-    return np.ascontiguousarray(kept[offsets]), np.ascontiguousarray(cols[keep])
+    return np.ascontiguousarray(kept[offsets]), np.ascontiguousarray(values[keep])
 
 
 def _masks(
@@ -1057,8 +1061,7 @@ def _masks(
     if ex[1].size:  # candidates minus the excluded items
         pu = np.repeat(np.arange(n_users), np.diff(pc[0]))
         ex_key = np.repeat(np.arange(n_users), np.diff(ex[0])) * PAIR_KEY + ex[1]
-        keep = ~np.isin(pu * PAIR_KEY + pc[1], ex_key)
-        pc = pair_offsets(pu[keep], pc[1][keep], n_users)
+        pc = _kept(pc, ~np.isin(pu * PAIR_KEY + pc[1], ex_key))  # still sorted, distinct
     return ex, pc
 
 
