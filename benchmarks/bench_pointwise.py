@@ -162,6 +162,7 @@ def main() -> None:
     receval.auc(big[0], big[1])
     receval.average_precision(big[0], big[1])
     receval.gauc(*big)
+    receval.gauc(*make_data(1 << 16, 1 << 12, 10, 1))  # small groups: the split by group
 
     y, s, g = make_data(rows, users, args.distinct, args.seed)
     print(

@@ -190,7 +190,7 @@ def test_work_units_cover_every_row_once_in_order(lengths: list[int]) -> None:
     ("n", "size"), [(10**7, 10**5), (10**8, 10**6), (10**6, 10**5), (10**7, 1 << 24), (100, 10)]
 )
 def test_radix_low_bits_bound_the_buckets(n: int, size: int) -> None:
-    bits = G._radix_low_bits(n, size)
+    bits = G.radix_low_bits(n, size)
     assert 6 <= bits <= 15
     assert -(-size // (1 << bits)) <= 512  # at most 512 buckets
     if size >= 1 << 13:  # keys spread evenly: buckets of at most about 2^16 rows

@@ -51,6 +51,17 @@ def radix_from(rows: int) -> Iterator[None]:
 
 
 @contextmanager
+def split_below(rows: int) -> Iterator[None]:
+    """GAUC splits rows by group and label while groups average at most ``rows`` rows."""
+    old = C._SPLIT_MAX_ROWS
+    C._SPLIT_MAX_ROWS = rows
+    try:
+        yield
+    finally:
+        C._SPLIT_MAX_ROWS = old
+
+
+@contextmanager
 def layout(chunks: int, bits: int) -> Iterator[None]:
     """Force the radix sort's chunk count and widest digit."""
     old = S.n_chunks_for, S._max_bits
@@ -283,9 +294,11 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
     codes, keys = C.group_codes(g, n)
     old = old_group_counts(codes, keys.len(), y, s)
     with radix_from(0):
-        new = C.group_pair_counts(codes, keys.len(), y, s)
-        for a, b in zip(new, old, strict=True):
-            assert a.tobytes() == b.tobytes()
+        for split in (0, 1 << 62):  # the radix sort by (group, key); the split by group
+            with split_below(split):
+                new = C.group_pair_counts(codes, keys.len(), y, s)
+            for a, b in zip(new, old, strict=True):
+                assert a.tobytes() == b.tobytes()
         for weight in ("impressions", "clicks", "uniform"):
             w = C.gauc_from_groups(old[2], old[0], old[1], weight)[0]
             assert same(receval.gauc(y, s, g, weight=weight), w)
@@ -297,15 +310,72 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
             assert a.tobytes() == b.tobytes()
 
 
+def brute_group_counts(codes: np.ndarray, n_groups: int, y: np.ndarray, s: np.ndarray) -> tuple:
+    """Per group: rows, positives and the AUC by comparing every (positive, negative) pair."""
+    rows = np.bincount(codes, minlength=n_groups).astype(np.int64)
+    positives = np.bincount(codes, weights=y, minlength=n_groups).astype(np.int64)
+    auc = np.full(n_groups, np.nan)
+    for g in range(n_groups):
+        pos = s[(codes == g) & (y == 1)]
+        neg = s[(codes == g) & (y == 0)]
+        if pos.size and neg.size:
+            twice = 2 * int((neg[None, :] < pos[:, None]).sum())
+            twice += int((neg[None, :] == pos[:, None]).sum())
+            auc[g] = twice / (2.0 * pos.size * neg.size)
+    return rows, positives, auc
+
+
+@FAST
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    st.integers(0, 600),
+    st.sampled_from(["any", "tied"]),
+    st.integers(1, 4),
+    st.sampled_from([0, 4, 1 << 30]),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_gauc_split_against_every_pair(
+    sizes: list[int], big: int, kind: str, shift: int, per_row_bit: int, chunks: int, seed: int
+) -> None:
+    """The split by (group, label): groups of any size (one large, some empty), heavy ties,
+    -0.0 / 0.0, subnormals and infinities; every bucket width, pairs compared one by one or
+    both classes sorted, any number of chunks: the same counts, bit for bit, as comparing
+    every pair."""
+    rng = np.random.default_rng(seed)
+    sizes = [*sizes, big]
+    rng.shuffle(sizes)
+    codes = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    rng.shuffle(codes)
+    n = codes.size
+    pool = np.array([*SPECIAL, *[float(v) for v in BIG_INTS], 0.5, -0.5, 1e300, -1e-300])
+    s = rng.choice(pool[:7] if kind == "tied" else pool, n) if n else np.zeros(0)
+    if kind == "any":
+        s = np.where(rng.random(n) < 0.5, s, rng.normal(0, 1e3, n))
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    want = brute_group_counts(codes, len(sizes), y, s)
+    old = C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for
+    C.radix_low_bits = lambda n, size: shift  # type: ignore[assignment]
+    C._PAIRS_PER_ROW_BIT = per_row_bit
+    C.n_chunks_for = lambda n: max(1, min(chunks, n))  # type: ignore[assignment]
+    try:
+        got = C._split_pair_counts(codes, len(sizes), y, s)
+    finally:
+        C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for = old
+    for a, b in zip(got, want, strict=True):
+        assert a.tobytes() == b.tobytes()
+
+
 def test_gauc_with_a_group_that_has_no_row() -> None:
     y, s = tied_data(1_000, 5, 3)
     codes = np.repeat(np.array([0, 2, 3], dtype=np.int64), [300, 500, 200])
     old = old_group_counts(codes, 5, y, s)
-    with radix_from(0):
-        new = C.group_pair_counts(codes, 5, y, s)
-    for a, b in zip(new, old, strict=True):
-        assert a.tobytes() == b.tobytes()
-    assert new[0].tolist() == [300, 0, 500, 200, 0]
+    for split in (0, 1 << 62):
+        with radix_from(0), split_below(split):
+            new = C.group_pair_counts(codes, 5, y, s)
+        for a, b in zip(new, old, strict=True):
+            assert a.tobytes() == b.tobytes()
+        assert new[0].tolist() == [300, 0, 500, 200, 0]
 
 
 @pytest.mark.parametrize("n", [40, 100_000])

@@ -42,6 +42,7 @@ from receval.kernels.ranking import _slot, _table_bits, frozen
 __all__ = [
     "RADIX_MAX_BITS",
     "Pieces",
+    "count_positions",
     "count_runs",
     "counting_sort",
     "cut",
@@ -51,10 +52,12 @@ __all__ = [
     "joined",
     "positions_in",
     "radix_group",
+    "radix_low_bits",
     "range_codes",
     "run_offsets",
     "sort_within",
     "table_codes",
+    "uninitialised",
 ]
 
 _ROWS = 1 << 16
@@ -78,7 +81,7 @@ RADIX_MAX_BITS = 24
 """Keys of at most this many bits are grouped by :func:`radix_group`."""
 
 
-def _radix_low_bits(n: int, size: int) -> int:
+def radix_low_bits(n: int, size: int) -> int:
     """The low bits for :func:`radix_group` of ``n`` rows with keys in ``[0, size)``: buckets
     of about ``_BUCKET_ROWS`` rows when the keys are spread evenly, at most ``_MAX_BUCKETS``
     of them."""
@@ -94,7 +97,7 @@ def _n_chunks(n: int, size: int) -> int:
 
 
 @njit(cache=True)
-def _empty(n: int) -> np.ndarray:
+def uninitialised(n: int) -> np.ndarray:
     """An uninitialised int64 array, allocated by Numba rather than NumPy: NumPy asks Linux
     for transparent huge pages for large arrays, and with THP defrag on ``madvise`` the first
     writes to a fresh 10^8-row array then stalled 1-3 s in page compaction on the development
@@ -204,7 +207,7 @@ def positions_in(values: np.ndarray, keys: np.ndarray, low: int, size: int) -> n
     entries, read in parallel."""
     table = np.full(size, -1, dtype=np.int64)
     table[keys - low] = np.arange(keys.shape[0], dtype=np.int64)
-    out = _empty(values.shape[0])
+    out = uninitialised(values.shape[0])
     run_chunks(
         _positions_chunk, _n_chunks(values.shape[0], _ROWS), frozen(values), int(low),
         frozen(table), out,
@@ -223,7 +226,7 @@ def range_codes(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np
     n_chunks = _n_chunks(values.shape[0], _ROWS)
     run_chunks(_mark_chunk, n_chunks, frozen(values), int(low), present)
     rank = np.cumsum(present, dtype=np.int64) - 1
-    codes = _empty(values.shape[0])
+    codes = uninitialised(values.shape[0])
     run_chunks(_range_lookup_chunk, n_chunks, frozen(values), int(low), frozen(rank), codes)
     return codes, present
 
@@ -271,7 +274,7 @@ def _table_lookup_chunk(
 def table_codes(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """For each of ``values`` (int64), its index in the distinct ``keys`` (int64), or -1."""
     tab_key, tab_val = _build_table(frozen(keys))
-    out = _empty(values.shape[0])
+    out = uninitialised(values.shape[0])
     args = (frozen(values), frozen(tab_key), frozen(tab_val), out)
     run_chunks(_table_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
     return out
@@ -289,7 +292,7 @@ def _histogram_chunk(c: int, n_chunks: int, codes: np.ndarray, counts: np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _positions(counts: np.ndarray, offsets: np.ndarray) -> None:
+def count_positions(counts: np.ndarray, offsets: np.ndarray) -> None:
     """``counts[c, g]`` becomes chunk ``c``'s first position for code ``g`` (codes first, then
     chunks); ``offsets[g]`` the first position of code ``g``."""
     n_chunks, n_groups = counts.shape
@@ -332,8 +335,8 @@ def counting_sort(
     counts = np.zeros((n_chunks, n_groups), dtype=np.int64)
     run_chunks(_histogram_chunk, n_chunks, n_chunks, frozen(codes), counts)
     offsets = np.empty(n_groups + 1, dtype=np.int64)
-    _positions(counts, offsets)
-    order = _empty(n)
+    count_positions(counts, offsets)
+    order = uninitialised(n)
     run_chunks(_scatter_chunk, n_chunks, n_chunks, frozen(codes), counts, order)
     return offsets, order
 
@@ -371,7 +374,7 @@ def join_pieces(pieces: Sequence[np.ndarray]) -> np.ndarray:
     dtype = pieces[0].dtype
     views = [frozen(np.ascontiguousarray(p).view(np.int64)) for p in pieces]
     starts = np.cumsum([0] + [v.shape[0] for v in views]).tolist()
-    out = _empty(starts[-1])
+    out = uninitialised(starts[-1])
 
     def copy(c: int) -> None:
         _copy_into(views[c], out, starts[c])
@@ -560,7 +563,7 @@ def radix_group(
     counters and write streams in cache: the rows are placed by the key's high bits
     (per-unit histograms, as :func:`counting_sort`), then each bucket of the high bits,
     independently and in place, by the low bits, whose counts give every key's offset.
-    ``low_bits``: how many (by default from the rows per key, :func:`_radix_low_bits`; the
+    ``low_bits``: how many (by default from the rows per key, :func:`radix_low_bits`; the
     result does not depend on it). Memory: one array of rows per array returned, and a copy
     of the largest bucket per chunk.
     """
@@ -578,7 +581,7 @@ def radix_group(
     del made
     units = _work_units([p.shape[0] for p in vp], n)
     starts = np.cumsum([0] + [p.shape[0] for p in vp]).tolist()
-    shift = _radix_low_bits(n, size) if low_bits is None else low_bits
+    shift = radix_low_bits(n, size) if low_bits is None else low_bits
     n_buckets = max(1, (size + (1 << shift) - 1) >> shift)
     counts = np.zeros((len(units), n_buckets), dtype=np.int64)
 
@@ -588,9 +591,9 @@ def radix_group(
 
     run_chunks(histogram, len(units))
     bucket_off = np.empty(n_buckets + 1, dtype=np.int64)
-    _positions(counts, bucket_off)
-    packed = _empty(n)
-    moved = [_empty(n) for _ in carry] + [np.zeros(0, dtype=np.int64)] * (2 - len(carry))
+    count_positions(counts, bucket_off)
+    packed = uninitialised(n)
+    moved = [uninitialised(n) for _ in carry] + [np.zeros(0, dtype=np.int64)] * (2 - len(carry))
 
     def scatter(u: int) -> None:
         for k, lo, hi in units[u]:  # in row order: a unit's rows stay in order
@@ -601,7 +604,7 @@ def radix_group(
 
     run_chunks(scatter, len(units))
     sources.clear()  # the pieces made by carry, dropped
-    offsets = _empty((n_buckets << shift) + 1)
+    offsets = uninitialised((n_buckets << shift) + 1)
     offsets[-1] = n
     per_chunk = max(1, n_buckets // (4 * numba.get_num_threads()))
     args = (per_chunk, shift, frozen(bucket_off), packed, offsets, *moved)
@@ -623,7 +626,7 @@ def gather(values: np.ndarray, order: np.ndarray) -> np.ndarray:
     if values.dtype.kind not in "iuf" or values.dtype.itemsize != 8:
         taken: np.ndarray = values[order]
         return taken
-    out = _empty(order.shape[0])
+    out = uninitialised(order.shape[0])
     args = (frozen(values.view(np.int64)), frozen(order), out)
     run_chunks(_gather_chunk, _n_chunks(order.shape[0], _ROWS), *args)
     return out.view(values.dtype)
@@ -697,7 +700,7 @@ def _sort_within_chunk(
 def sort_within(offsets: np.ndarray, order: np.ndarray, key: np.ndarray) -> None:
     """Sort each group ``order[offsets[g]:offsets[g + 1]]`` (row indices) by ascending
     ``key`` of its rows (int64), in place; stable. A group already in order costs one pass."""
-    tmp = _empty(order.shape[0])
+    tmp = uninitialised(order.shape[0])
     args = (frozen(offsets), frozen(key), order, tmp)
     run_chunks(_sort_within_chunk, _n_chunks(offsets.shape[0] - 1, _GROUPS), *args)
 
@@ -747,6 +750,6 @@ def distinct_within(offsets: np.ndarray, values: np.ndarray) -> tuple[np.ndarray
         return offsets, values
     new_off = np.zeros(n_groups + 1, dtype=np.int64)
     np.cumsum(counts, out=new_off[1:])
-    out = _empty(int(new_off[-1]))
+    out = uninitialised(int(new_off[-1]))
     run_chunks(_compact_chunk, n_chunks, frozen(offsets), frozen(values), frozen(new_off), out)
     return new_off, out
