@@ -305,9 +305,11 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
         offsets = np.zeros(keys.len() + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=keys.len()), out=offsets[1:])
         order = np.argsort(codes, kind="stable")
-        grouped = C.grouped_pair_counts(offsets, y[order], s[order])
-        for a, b in zip(grouped, old, strict=True):
-            assert a.tobytes() == b.tobytes()
+        for split in (0, 1 << 62):
+            with split_below(split):
+                grouped = C.grouped_pair_counts(offsets, y[order], s[order])
+            for a, b in zip(grouped, old, strict=True):
+                assert a.tobytes() == b.tobytes()
 
 
 def brute_group_counts(codes: np.ndarray, n_groups: int, y: np.ndarray, s: np.ndarray) -> tuple:
@@ -358,12 +360,18 @@ def test_gauc_split_against_every_pair(
     C.radix_low_bits = lambda n, size: shift  # type: ignore[assignment]
     C._PAIRS_PER_ROW_BIT = per_row_bit
     C.n_chunks_for = lambda n: max(1, min(chunks, n))  # type: ignore[assignment]
+    order = np.argsort(codes, kind="stable")
+    offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
     try:
         got = C._split_pair_counts(codes, len(sizes), y, s)
+        with radix_from(0), split_below(1 << 62):  # rows grouped already: each group apart
+            grouped = C.grouped_pair_counts(offsets, y[order], s[order])
     finally:
         C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for = old
-    for a, b in zip(got, want, strict=True):
-        assert a.tobytes() == b.tobytes()
+    for a, b, c in zip(got, grouped, want, strict=True):
+        assert a.tobytes() == c.tobytes()
+        assert b.tobytes() == c.tobytes()
 
 
 def test_gauc_with_a_group_that_has_no_row() -> None:

@@ -508,6 +508,48 @@ def _split_groups_chunk(
             auc[g] = _twice_wins_between(buf, a, m, c) / (2.0 * p * q) if p and q else np.nan
 
 
+@njit(cache=True, nogil=True)
+def _grouped_split_chunk(
+    chunk: int,
+    n_chunks: int,
+    offsets: np.ndarray,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    rows: np.ndarray,
+    positives: np.ndarray,
+    auc: np.ndarray,
+) -> None:
+    """Rows, positives and AUC (NaN for one class) of the groups of one chunk, of rows grouped
+    already: each group's negatives, then its positives, copied into a buffer and its pairs
+    counted there (:func:`_twice_wins_between`)."""
+    n_groups = offsets.shape[0] - 1
+    g_lo = n_groups * chunk // n_chunks
+    g_hi = n_groups * (chunk + 1) // n_chunks
+    longest = 1
+    for g in range(g_lo, g_hi):
+        longest = max(longest, offsets[g + 1] - offsets[g])
+    buf = np.empty(longest, dtype=np.float64)
+    for g in range(g_lo, g_hi):
+        lo = offsets[g]
+        hi = offsets[g + 1]
+        p = 0
+        for r in range(lo, hi):
+            p += labels[r] != 0
+        q = hi - lo - p
+        a = 0
+        b = q
+        for r in range(lo, hi):
+            if labels[r] != 0:
+                buf[b] = scores[r]
+                b += 1
+            else:
+                buf[a] = scores[r]
+                a += 1
+        rows[g] = hi - lo
+        positives[g] = p
+        auc[g] = _twice_wins_between(buf, 0, q, q + p) / (2.0 * p * q) if p and q else np.nan
+
+
 def _split_pair_counts(
     codes: np.ndarray, n_groups: int, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -888,9 +930,20 @@ def grouped_pair_counts(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`group_pair_counts` of rows grouped already: group ``g`` holds rows
     ``offsets[g]:offsets[g + 1]``."""
-    if scores.shape[0] < _RADIX_MIN:
+    n = scores.shape[0]
+    if n < _RADIX_MIN:
         return _group_pair_counts(offsets, labels, scores)
     n_groups = offsets.shape[0] - 1
+    if n <= _SPLIT_MAX_ROWS * n_groups:
+        rows = np.empty(n_groups, dtype=np.int64)
+        positives = np.empty(n_groups, dtype=np.int64)
+        auc_g = np.empty(n_groups, dtype=np.float64)
+        chunks = max(1, min(n_groups // _GROUPS_PER_CHUNK, 4 * numba.get_num_threads()))
+        y = frozen(np.ascontiguousarray(labels))
+        s = frozen(np.ascontiguousarray(scores, dtype=np.float64))
+        args = (frozen(offsets), y, s, rows, positives, auc_g)
+        run_chunks(_grouped_split_chunk, chunks, chunks, *args)
+        return rows, positives, auc_g
     codes = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(offsets))
     return group_pair_counts(codes, n_groups, labels, scores)
 
