@@ -62,6 +62,17 @@ def split_below(rows: int) -> Iterator[None]:
 
 
 @contextmanager
+def groups_apart_from(per_thread: int) -> Iterator[None]:
+    """Rows grouped already are counted group by group from ``per_thread`` groups a thread."""
+    old = C._GROUPS_PER_THREAD
+    C._GROUPS_PER_THREAD = per_thread
+    try:
+        yield
+    finally:
+        C._GROUPS_PER_THREAD = old
+
+
+@contextmanager
 def layout(chunks: int, bits: int) -> Iterator[None]:
     """Force the radix sort's chunk count and widest digit."""
     old = S.n_chunks_for, S._max_bits
@@ -305,8 +316,8 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
         offsets = np.zeros(keys.len() + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=keys.len()), out=offsets[1:])
         order = np.argsort(codes, kind="stable")
-        for split in (0, 1 << 62):
-            with split_below(split):
+        for apart in (0, 1 << 40):  # group by group; or radix-sorted as ungrouped rows
+            with groups_apart_from(apart):
                 grouped = C.grouped_pair_counts(offsets, y[order], s[order])
             for a, b in zip(grouped, old, strict=True):
                 assert a.tobytes() == b.tobytes()
@@ -365,13 +376,33 @@ def test_gauc_split_against_every_pair(
     np.cumsum(sizes, out=offsets[1:])
     try:
         got = C._split_pair_counts(codes, len(sizes), y, s)
-        with radix_from(0), split_below(1 << 62):  # rows grouped already: each group apart
+        with radix_from(0), groups_apart_from(0):  # rows grouped already: group by group
             grouped = C.grouped_pair_counts(offsets, y[order], s[order])
     finally:
         C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for = old
     for a, b, c in zip(got, grouped, want, strict=True):
         assert a.tobytes() == c.tobytes()
         assert b.tobytes() == c.tobytes()
+
+
+@FAST
+@given(
+    st.lists(st.integers(0, 2**64 - 1), max_size=400),
+    st.integers(0, 7),
+    st.integers(0, 2**32 - 1),
+)
+def test_small_key_sort_is_numpys(values: list[int], spread: int, seed: int) -> None:
+    """The in-cache sort of a group's keys: any uint64 keys (few varying bytes or all), any
+    range of the array, the rest of the array untouched."""
+    rng = np.random.default_rng(seed)
+    keys = np.array(values, dtype=np.uint64) >> np.uint64(8 * spread)  # spread: fewer bytes
+    lo = int(rng.integers(0, keys.size + 1))
+    hi = int(rng.integers(lo, keys.size + 1))
+    want = keys.copy()
+    want[lo:hi].sort()
+    tmp = rng.integers(0, 2**63, keys.size).astype(np.uint64)
+    C._sort_small_keys(keys, tmp, np.empty(256, dtype=np.int64), lo, hi)
+    assert keys.tobytes() == want.tobytes()
 
 
 def test_gauc_with_a_group_that_has_no_row() -> None:

@@ -17,7 +17,9 @@ sorted classes: per distinct score, its positives and negatives (:func:`_merge_r
 GAUC with many small groups (at most :data:`_SPLIT_MAX_ROWS` rows a group on average, the
 common case of users' impressions) splits the rows by (group, label) in two counting passes,
 the second in cache, and counts each group's pairs there, comparing every pair of a small group
-and sorting both classes of a larger one (:func:`_split_pair_counts`); with fewer, larger
+and sorting both classes' keys of a larger one by their bytes (:func:`_split_pair_counts`,
+:func:`_twice_wins_between`); rows grouped by user already are split group by group
+(:func:`grouped_pair_counts`). With fewer, larger
 groups it sorts the rows by (group, score key) with the same radix sort (a stable counting
 sort by group after the score's digits) and counts each group's pairs over its tie groups in
 one walk (:func:`_sorted_groups_chunk`, chunks of groups on threads); below
@@ -60,6 +62,7 @@ from receval.kernels.sort import (
     float_of_keys,
     group_keys,
     n_chunks_for,
+    order_key,
     sort_keys,
     sort_pairs,
 )
@@ -93,9 +96,14 @@ _GROUPS_PER_CHUNK = 1024
 _SPLIT_MAX_ROWS = 192
 """GAUC splits the rows by group and label (:func:`_split_pair_counts`) when the groups
 average at most this many rows; fewer, larger groups are radix-sorted by (group, score key).
-10^7 rows, best of 3 (s), split / radix sort: 10 rows a group 0.14 / 0.38, 100 rows 0.16 /
-0.28, 150 rows 0.25 / 0.28, 200 rows 0.30 / 0.27, 1000 rows 0.36 / 0.28 (a group's classes
-are sorted by comparisons there)."""
+10^7 rows, best of 3 (s) in two runs, split / radix sort: 10 rows a group 0.13-0.17 /
+0.37-0.39, 100 rows 0.18-0.21 / 0.26-0.29, 200 rows 0.22-0.29 / 0.28-0.31, 500 rows
+0.25-0.28 / 0.29-0.33, 1000 rows 0.28-0.30 / 0.26-0.31, 10^4 rows 0.23-0.26 / 0.25-0.28; but
+10^8 rows with 1000 a group, 3.37 / 2.83 s (the second pass's buckets, at most 512, no longer
+fit in cache)."""
+_GROUPS_PER_THREAD = 4
+"""Rows grouped already are counted group by group (:func:`grouped_pair_counts`) when there
+are at least this many groups per thread; fewer groups are radix-sorted, on every thread."""
 _PAIRS_PER_ROW_BIT = 8
 """A group's pairs are compared one by one while there are at most this many per row and bit
 of its size (about where that costs what sorting both classes does), else its classes are
@@ -417,13 +425,25 @@ def _split_scatter_chunk(
 
 
 @njit(cache=True, nogil=True)
-def _twice_wins_between(buf: np.ndarray, a: int, b: int, c: int) -> int:
+def _twice_wins_between(
+    buf: np.ndarray,
+    a: int,
+    b: int,
+    c: int,
+    keys: np.ndarray,
+    tmp: np.ndarray,
+    cnt: np.ndarray,
+    per_row_bit: int,
+) -> int:
     """Twice the pairs that the positives ``buf[b:c]`` win against the negatives ``buf[a:b]``,
-    ties counting one: by comparing every pair while that costs less than sorting both sides
-    (which it then does, in place) and one merge walk (:func:`_count_chunk`)."""
+    ties counting one: by comparing every pair while there are at most ``per_row_bit`` per row
+    and bit of the group's size (:data:`_PAIRS_PER_ROW_BIT`), else from
+    both classes' order-preserving keys (``keys[a:c]``, :func:`receval.kernels.sort.order_key`)
+    sorted (:func:`_sort_small_keys`, with ``tmp`` and ``cnt``) and one merge walk
+    (:func:`_count_chunk`)."""
     p = c - b
     m = c - a
-    if p * (b - a) <= _PAIRS_PER_ROW_BIT * m * _bits(m):
+    if p * (b - a) <= per_row_bit * m * _bits(m):
         twice = 0
         for i in range(b, c):
             x = buf[i]
@@ -435,11 +455,60 @@ def _twice_wins_between(buf: np.ndarray, a: int, b: int, c: int) -> int:
                 tied += v == x
             twice += 2 * below + tied
         return twice
-    neg = buf[a:b]
-    pos = buf[b:c]
-    neg.sort()
-    pos.sort()
-    return _count_chunk(pos, 0, p, neg)
+    return _sorted_twice_wins(buf, a, b, c, keys, tmp, cnt)
+
+
+@njit(cache=True, nogil=True)
+def _sorted_twice_wins(
+    buf: np.ndarray, a: int, b: int, c: int, keys: np.ndarray, tmp: np.ndarray, cnt: np.ndarray
+) -> int:
+    """:func:`_twice_wins_between` by sorting: both classes' keys sorted, one merge walk."""
+    bits = buf.view(np.uint64)
+    for i in range(a, c):
+        keys[i] = order_key(bits[i])
+    _sort_small_keys(keys, tmp, cnt, a, b)
+    _sort_small_keys(keys, tmp, cnt, b, c)
+    return _count_chunk(keys[b:c], 0, c - b, keys[a:b])
+
+
+@njit(cache=True, nogil=True)
+def _sort_small_keys(keys: np.ndarray, tmp: np.ndarray, cnt: np.ndarray, lo: int, hi: int) -> None:
+    """``keys[lo:hi]`` sorted ascending in place: least significant byte first, one counting
+    pass per byte that varies between them (``tmp[lo:hi]``: scratch; ``cnt``: 256 counters).
+    For a group's rows, in cache: no comparisons, so no mispredicted branches."""
+    if hi - lo < 2:
+        return
+    o = np.uint64(0)
+    n = ~np.uint64(0)
+    for i in range(lo, hi):
+        o |= keys[i]
+        n &= keys[i]
+    varying = o ^ n
+    src = keys
+    dst = tmp
+    moved = False
+    for byte in range(8):
+        shift = np.uint64(8 * byte)
+        if (varying >> shift) & np.uint64(0xFF) == 0:
+            continue
+        for d in range(256):
+            cnt[d] = 0
+        for i in range(lo, hi):
+            cnt[(src[i] >> shift) & np.uint64(0xFF)] += 1
+        at = lo
+        for d in range(256):
+            k = cnt[d]
+            cnt[d] = at
+            at += k
+        for i in range(lo, hi):
+            d = (src[i] >> shift) & np.uint64(0xFF)
+            dst[cnt[d]] = src[i]
+            cnt[d] += 1
+        src, dst = dst, src
+        moved = not moved
+    if moved:
+        for i in range(lo, hi):
+            keys[i] = tmp[i]
 
 
 @njit(cache=True, nogil=True)
@@ -463,6 +532,7 @@ def _split_groups_chunk(
     rows: np.ndarray,
     positives: np.ndarray,
     auc: np.ndarray,
+    per_row_bit: int,
 ) -> None:
     """Rows, positives and AUC (NaN for one class) of the groups in the first pass's buckets
     of one chunk: each bucket's scores placed by the low bits of ``code * 2 + label`` into a
@@ -477,6 +547,9 @@ def _split_groups_chunk(
     for b in range(b_lo, b_hi):
         longest = max(longest, bucket_off[b + 1] - bucket_off[b])
     buf = np.empty(longest, dtype=np.float64)
+    keys = np.empty(longest, dtype=np.uint64)
+    tmp = np.empty(longest, dtype=np.uint64)
+    cnt = np.empty(256, dtype=np.int64)
     start = np.empty(width + 1, dtype=np.int64)
     cursor = np.empty(width, dtype=np.int64)
     for b in range(b_lo, b_hi):
@@ -505,30 +578,34 @@ def _split_groups_chunk(
             q = m - a
             rows[g] = p + q
             positives[g] = p
-            auc[g] = _twice_wins_between(buf, a, m, c) / (2.0 * p * q) if p and q else np.nan
+            twice = _twice_wins_between(buf, a, m, c, keys, tmp, cnt, per_row_bit) if p and q else 0
+            auc[g] = twice / (2.0 * p * q) if p and q else np.nan
 
 
 @njit(cache=True, nogil=True)
 def _grouped_split_chunk(
     chunk: int,
-    n_chunks: int,
+    cuts: np.ndarray,
     offsets: np.ndarray,
     labels: np.ndarray,
     scores: np.ndarray,
     rows: np.ndarray,
     positives: np.ndarray,
     auc: np.ndarray,
+    per_row_bit: int,
 ) -> None:
-    """Rows, positives and AUC (NaN for one class) of the groups of one chunk, of rows grouped
-    already: each group's negatives, then its positives, copied into a buffer and its pairs
-    counted there (:func:`_twice_wins_between`)."""
-    n_groups = offsets.shape[0] - 1
-    g_lo = n_groups * chunk // n_chunks
-    g_hi = n_groups * (chunk + 1) // n_chunks
+    """Rows, positives and AUC (NaN for one class) of groups ``cuts[chunk]:cuts[chunk + 1]``
+    of rows grouped already: each group's negatives, then its positives, copied into a buffer
+    and its pairs counted there (:func:`_twice_wins_between`)."""
+    g_lo = cuts[chunk]
+    g_hi = cuts[chunk + 1]
     longest = 1
     for g in range(g_lo, g_hi):
         longest = max(longest, offsets[g + 1] - offsets[g])
     buf = np.empty(longest, dtype=np.float64)
+    keys = np.empty(longest, dtype=np.uint64)
+    tmp = np.empty(longest, dtype=np.uint64)
+    cnt = np.empty(256, dtype=np.int64)
     for g in range(g_lo, g_hi):
         lo = offsets[g]
         hi = offsets[g + 1]
@@ -547,7 +624,8 @@ def _grouped_split_chunk(
                 a += 1
         rows[g] = hi - lo
         positives[g] = p
-        auc[g] = _twice_wins_between(buf, 0, q, q + p) / (2.0 * p * q) if p and q else np.nan
+        twice = _twice_wins_between(buf, 0, q, q + p, keys, tmp, cnt, per_row_bit) if p and q else 0
+        auc[g] = twice / (2.0 * p * q) if p and q else np.nan
 
 
 def _split_pair_counts(
@@ -576,8 +654,9 @@ def _split_pair_counts(
     positives = np.empty(n_groups, dtype=np.int64)
     auc_g = np.empty(n_groups, dtype=np.float64)
     work = min(n_buckets, 4 * numba.get_num_threads())
-    args = (shift, frozen(bucket_off), frozen(moved), frozen(low), rows, positives, auc_g)
-    run_chunks(_split_groups_chunk, work, work, *args)
+    placed = (frozen(bucket_off), frozen(moved), frozen(low))
+    counted = (rows, positives, auc_g)
+    run_chunks(_split_groups_chunk, work, work, shift, *placed, *counted, _PAIRS_PER_ROW_BIT)
     return rows, positives, auc_g
 
 
@@ -934,15 +1013,18 @@ def grouped_pair_counts(
     if n < _RADIX_MIN:
         return _group_pair_counts(offsets, labels, scores)
     n_groups = offsets.shape[0] - 1
-    if n <= _SPLIT_MAX_ROWS * n_groups:
+    threads = numba.get_num_threads()
+    if n_groups >= _GROUPS_PER_THREAD * threads:
         rows = np.empty(n_groups, dtype=np.int64)
         positives = np.empty(n_groups, dtype=np.int64)
         auc_g = np.empty(n_groups, dtype=np.float64)
-        chunks = max(1, min(n_groups // _GROUPS_PER_CHUNK, 4 * numba.get_num_threads()))
+        chunks = min(n_groups, 4 * threads)
+        cuts = np.searchsorted(offsets, np.arange(chunks + 1, dtype=np.int64) * n // chunks)
+        cuts[-1] = n_groups
         y = frozen(np.ascontiguousarray(labels))
         s = frozen(np.ascontiguousarray(scores, dtype=np.float64))
-        args = (frozen(offsets), y, s, rows, positives, auc_g)
-        run_chunks(_grouped_split_chunk, chunks, chunks, *args)
+        args = (frozen(cuts), frozen(offsets), y, s, rows, positives, auc_g, _PAIRS_PER_ROW_BIT)
+        run_chunks(_grouped_split_chunk, chunks, *args)
         return rows, positives, auc_g
     codes = np.repeat(np.arange(n_groups, dtype=np.int64), np.diff(offsets))
     return group_pair_counts(codes, n_groups, labels, scores)

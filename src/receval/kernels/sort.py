@@ -32,7 +32,14 @@ from numba import njit
 from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import frozen
 
-__all__ = ["float_keys", "float_of_keys", "sort_keys", "sort_pairs", "span_passes"]
+__all__ = [
+    "float_keys",
+    "float_of_keys",
+    "order_key",
+    "sort_keys",
+    "sort_pairs",
+    "span_passes",
+]
 
 _SIGN = np.uint64(1 << 63)
 _MAX_BITS = 16
@@ -55,6 +62,10 @@ def _key(bits: np.uint64) -> np.uint64:
     if bits & sign:
         return ~bits
     return bits | sign
+
+
+order_key = _key
+"""The order-preserving key of one float64's bits, for other kernels (a Numba function)."""
 
 
 @njit(cache=True, nogil=True)
