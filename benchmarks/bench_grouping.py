@@ -36,7 +36,9 @@ Peers, timed end to end from the same in-memory frames to the means:
   group by user), ties broken by input order: the same values as receval ``ties="first"``.
 
 Ratios are tool / receval on the same input (grouped or shuffled). Peak RSS is each
-process's ``getrusage`` maximum, the loaded frames included.
+process's ``getrusage`` maximum, the loaded frames included. "released after": the seconds,
+after a call and outside its clock, until the memory it handed to its release thread is back
+with the OS (``receval.kernels.memory``; every call starts once the last one's is).
 """
 
 from __future__ import annotations
@@ -233,6 +235,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     parquet_s = time.perf_counter() - start
     times: list[float] = []
     phases: list[dict[str, float]] = []
+    released: list[float] = []
     means: dict[str, float] = {}
     result: Any = None
     for _ in range(spec["repeat"]):
@@ -243,6 +246,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         out = run(truth, recs, spec["ties"])
         took = time.perf_counter() - start
         times.append(took)
+        released.append(_wait_released())  # outside the clock, as gc.collect() above
         if tool == "receval":
             result, means = out, dict(out.means)
             phases.append(_phases(dict(seconds), took))
@@ -258,10 +262,24 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
         "times": times,
         "best": times[best],
         "phases": phases[best] if phases else {},
+        "released_after": released[best],
         "means": means,
         "parquet_s": parquet_s,
         "peak_rss": _peak_rss(),
     }
+
+
+def _wait_released() -> float:
+    """Seconds until the memory a receval call handed to its release thread is back with the
+    OS (:func:`receval.kernels.memory.wait_released`; 0 for versions without it): each timed
+    call starts with the last one's memory returned, and this time is shown apart."""
+    try:
+        from receval.kernels.memory import wait_released
+    except ImportError:
+        return 0.0
+    start = time.perf_counter()
+    wait_released()
+    return time.perf_counter() - start
 
 
 def _phases(seconds: dict[str, float], total: float) -> dict[str, float]:
@@ -419,7 +437,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _report(results: dict[str, Any], args: argparse.Namespace, versions: dict[str, Any]) -> None:
     recv = results["receval"]
-    header = ["receval", "total (s)", *PHASES, "peak RSS (GiB)", "vs grouped"]
+    header = ["receval", "total (s)", *PHASES, "released after (s)", "peak RSS (GiB)"]
+    header.append("vs grouped")
     lines = []
     for version in versions:
         for ties in ("expected", "first"):
@@ -434,7 +453,8 @@ def _report(results: dict[str, Any], args: argparse.Namespace, versions: dict[st
                 lines.append(
                     [f"{version}, {order}, ties={ties}", f"{got['best']:.3f}"]
                     + [f"{ph[p]:.3f}" for p in PHASES]
-                    + [f"{got['peak_rss'] / GIB:.2f}", f"{ratio:.2f}x"]
+                    + [f"{got.get('released_after', 0.0):.3f}", f"{got['peak_rss'] / GIB:.2f}"]
+                    + [f"{ratio:.2f}x"]
                 )
     width = max(len(line) for line in lines)
     print(_table(header[:width], [line + [""] * (width - len(line)) for line in lines]))

@@ -52,8 +52,8 @@ from receval.kernels.grouping import (
     count_positions,
     counting_sort,
     radix_low_bits,
-    uninitialised,
 )
+from receval.kernels.memory import uninitialised
 from receval.kernels.pools import check_pools, run_chunks
 from receval.kernels.ranking import frozen
 from receval.kernels.sort import (

@@ -3,7 +3,8 @@
 :func:`evaluate_local` reads truth and recs, builds the layout and runs the ranking kernel
 once (:func:`receval.families.ranking.prepare`), then calls each requested family's provider
 (:data:`receval.families.providers.PARTS`) and merges their parts into one
-:class:`~receval.Result`.
+:class:`~receval.Result`. The layout is then dropped on another thread
+(:func:`receval.kernels.memory.release_later`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from receval.families.beyond import check_train, split_samples
 from receval.families.contract import Options, merge
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
+from receval.kernels.memory import release_later
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 
@@ -50,4 +52,8 @@ def evaluate_local(truth: Any, recs: Any, plan: tuple[Metric, ...], options: Opt
         chosen = tuple(m for m in plan if m.spec.family == family)
         if chosen:
             parts.append(PARTS[family](chosen, prep))
-    return merge(plan, parts, prep, settings)
+    result = merge(plan, parts, prep, settings)
+    held = [prep, kernel, parts, truth, recs]
+    del prep, kernel, parts, truth, recs
+    release_later(held)  # the layout's memory maps go back to the OS on another thread
+    return result

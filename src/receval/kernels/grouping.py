@@ -36,6 +36,7 @@ import numba
 import numpy as np
 from numba import njit
 
+from receval.kernels.memory import uninitialised
 from receval.kernels.pools import run_chunks
 from receval.kernels.ranking import _slot, _table_bits, frozen
 
@@ -57,7 +58,6 @@ __all__ = [
     "run_offsets",
     "sort_within",
     "table_codes",
-    "uninitialised",
 ]
 
 _ROWS = 1 << 16
@@ -94,15 +94,6 @@ def radix_low_bits(n: int, size: int) -> int:
 
 def _n_chunks(n: int, size: int) -> int:
     return (n + size - 1) // size
-
-
-@njit(cache=True)
-def uninitialised(n: int) -> np.ndarray:
-    """An uninitialised int64 array, allocated by Numba rather than NumPy: NumPy asks Linux
-    for transparent huge pages for large arrays, and with THP defrag on ``madvise`` the first
-    writes to a fresh 10^8-row array then stalled 1-3 s in page compaction on the development
-    machine (the same as :func:`receval.data.datasets._outputs`)."""
-    return np.empty(n, dtype=np.int64)
 
 
 # --------------------------------------------------------------------------------- runs
