@@ -10,6 +10,7 @@ receval.arrays.classification for small inputs), on random data with heavy ties.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -51,25 +52,24 @@ def radix_from(rows: int) -> Iterator[None]:
 
 
 @contextmanager
-def split_below(rows: int) -> Iterator[None]:
+def setting(name: str, value: object) -> Iterator[None]:
+    """``receval.arrays.classification``'s ``name`` set to ``value`` for a while."""
+    old = getattr(C, name)
+    setattr(C, name, value)
+    try:
+        yield
+    finally:
+        setattr(C, name, old)
+
+
+def split_below(rows: int) -> contextlib.AbstractContextManager[None]:
     """GAUC splits rows by group and label while groups average at most ``rows`` rows."""
-    old = C._SPLIT_MAX_ROWS
-    C._SPLIT_MAX_ROWS = rows
-    try:
-        yield
-    finally:
-        C._SPLIT_MAX_ROWS = old
+    return setting("_SPLIT_MAX_ROWS", rows)
 
 
-@contextmanager
-def groups_apart_from(per_thread: int) -> Iterator[None]:
+def groups_apart_from(per_thread: int) -> contextlib.AbstractContextManager[None]:
     """Rows grouped already are counted group by group from ``per_thread`` groups a thread."""
-    old = C._GROUPS_PER_THREAD
-    C._GROUPS_PER_THREAD = per_thread
-    try:
-        yield
-    finally:
-        C._GROUPS_PER_THREAD = old
+    return setting("_GROUPS_PER_THREAD", per_thread)
 
 
 @contextmanager
@@ -367,19 +367,17 @@ def test_gauc_split_against_every_pair(
         s = np.where(rng.random(n) < 0.5, s, rng.normal(0, 1e3, n))
     y = (rng.random(n) < 0.4).astype(np.int8)
     want = brute_group_counts(codes, len(sizes), y, s)
-    old = C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for
-    C.radix_low_bits = lambda n, size: shift  # type: ignore[assignment]
-    C._PAIRS_PER_ROW_BIT = per_row_bit
-    C.n_chunks_for = lambda n: max(1, min(chunks, n))  # type: ignore[assignment]
     order = np.argsort(codes, kind="stable")
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
-    try:
+    with (
+        setting("radix_low_bits", lambda n, size: shift),
+        setting("_PAIRS_PER_ROW_BIT", per_row_bit),
+        setting("n_chunks_for", lambda n: max(1, min(chunks, n))),
+    ):
         got = C._split_pair_counts(codes, len(sizes), y, s)
         with radix_from(0), groups_apart_from(0):  # rows grouped already: group by group
             grouped = C.grouped_pair_counts(offsets, y[order], s[order])
-    finally:
-        C.radix_low_bits, C._PAIRS_PER_ROW_BIT, C.n_chunks_for = old
     for a, b, c in zip(got, grouped, want, strict=True):
         assert a.tobytes() == c.tobytes()
         assert b.tobytes() == c.tobytes()

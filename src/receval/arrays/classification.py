@@ -522,6 +522,22 @@ def _bits(m: int) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _pair_scratch(
+    offsets: np.ndarray, lo: int, hi: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Scratch for :func:`_twice_wins_between` over ranges ``lo .. hi - 1`` of ``offsets``:
+    the scores' buffer, keys and the byte sort's buffer, each as long as the longest range,
+    and 256 counters."""
+    longest = 1
+    for r in range(lo, hi):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    buf = np.empty(longest, dtype=np.float64)
+    keys = np.empty(longest, dtype=np.uint64)
+    tmp = np.empty(longest, dtype=np.uint64)
+    return buf, keys, tmp, np.empty(256, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True)
 def _split_groups_chunk(
     chunk: int,
     n_chunks: int,
@@ -543,13 +559,7 @@ def _split_groups_chunk(
     width = 1 << shift
     b_lo = n_buckets * chunk // n_chunks
     b_hi = n_buckets * (chunk + 1) // n_chunks
-    longest = 1
-    for b in range(b_lo, b_hi):
-        longest = max(longest, bucket_off[b + 1] - bucket_off[b])
-    buf = np.empty(longest, dtype=np.float64)
-    keys = np.empty(longest, dtype=np.uint64)
-    tmp = np.empty(longest, dtype=np.uint64)
-    cnt = np.empty(256, dtype=np.int64)
+    buf, keys, tmp, cnt = _pair_scratch(bucket_off, b_lo, b_hi)
     start = np.empty(width + 1, dtype=np.int64)
     cursor = np.empty(width, dtype=np.int64)
     for b in range(b_lo, b_hi):
@@ -599,13 +609,7 @@ def _grouped_split_chunk(
     and its pairs counted there (:func:`_twice_wins_between`)."""
     g_lo = cuts[chunk]
     g_hi = cuts[chunk + 1]
-    longest = 1
-    for g in range(g_lo, g_hi):
-        longest = max(longest, offsets[g + 1] - offsets[g])
-    buf = np.empty(longest, dtype=np.float64)
-    keys = np.empty(longest, dtype=np.uint64)
-    tmp = np.empty(longest, dtype=np.uint64)
-    cnt = np.empty(256, dtype=np.int64)
+    buf, keys, tmp, cnt = _pair_scratch(offsets, g_lo, g_hi)
     for g in range(g_lo, g_hi):
         lo = offsets[g]
         hi = offsets[g + 1]
