@@ -55,7 +55,7 @@ from receval.kernels.grouping import (
 )
 from receval.kernels.memory import uninitialised
 from receval.kernels.pools import check_pools, run_chunks
-from receval.kernels.ranking import frozen
+from receval.kernels.ranking import frozen, longest_range
 from receval.kernels.sort import (
     class_keys,
     float_keys,
@@ -528,9 +528,7 @@ def _pair_scratch(
     """Scratch for :func:`_twice_wins_between` over ranges ``lo .. hi - 1`` of ``offsets``:
     the scores' buffer, keys and the byte sort's buffer, each as long as the longest range,
     and 256 counters."""
-    longest = 1
-    for r in range(lo, hi):
-        longest = max(longest, offsets[r + 1] - offsets[r])
+    longest = longest_range(offsets, lo, hi)
     buf = np.empty(longest, dtype=np.float64)
     keys = np.empty(longest, dtype=np.uint64)
     tmp = np.empty(longest, dtype=np.uint64)

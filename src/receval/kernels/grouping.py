@@ -38,7 +38,7 @@ from numba import njit
 
 from receval.kernels.memory import uninitialised
 from receval.kernels.pools import run_chunks
-from receval.kernels.ranking import _slot, _table_bits, frozen
+from receval.kernels.ranking import _slot, _table_bits, frozen, longest_range
 
 __all__ = [
     "RADIX_MAX_BITS",
@@ -438,9 +438,7 @@ def _low_sort_chunk(
     carry_second = second.shape[0] != 0
     b_lo = c * per_chunk
     b_hi = min(n_buckets, (c + 1) * per_chunk)
-    longest = 1
-    for b in range(b_lo, b_hi):
-        longest = max(longest, bucket_off[b + 1] - bucket_off[b])
+    longest = longest_range(bucket_off, b_lo, b_hi)
     keep = np.empty(longest, dtype=np.int64)
     keep_first = np.empty(longest if carry_first else 0, dtype=np.int64)
     keep_second = np.empty(longest if carry_second else 0, dtype=np.int64)

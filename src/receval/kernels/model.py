@@ -36,6 +36,7 @@ from receval.kernels.ranking import (
     _sort_desc,
     cascade_flag,
     frozen,
+    longest_range,
 )
 
 _LINEAR_MAX = 8  # up to this many distinct truth scores, one counting pass per score
@@ -521,9 +522,7 @@ def _rank_chunk(
     n_users = t_off.shape[0] - 1
     lo = min(ch * step, n_users)
     hi = min(lo + step, n_users)
-    nt_max = 1
-    for u in range(lo, hi):
-        nt_max = max(nt_max, t_off[u + 1] - t_off[u])
+    nt_max = longest_range(t_off, lo, hi)
     pos = np.empty(nt_max, dtype=np.int64)
     rows = np.empty(nt_max, dtype=np.int64)
     keys = np.empty(nt_max, dtype=np.float64)

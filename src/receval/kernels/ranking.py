@@ -81,6 +81,16 @@ def _table_bits(n: int) -> int:
     return bits
 
 
+@njit(cache=True, nogil=True)
+def longest_range(offsets: np.ndarray, lo: int, hi: int) -> int:
+    """The most rows of ranges ``lo .. hi - 1`` (range ``r``: ``offsets[r]:offsets[r + 1]``),
+    at least 1: the size of a chunk's scratch buffers."""
+    longest = 1
+    for r in range(lo, hi):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    return longest
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _slot(key: int, bits: int) -> int:
     """Fibonacci hashing of an int64 key into ``bits`` bits."""
