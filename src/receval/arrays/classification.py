@@ -221,7 +221,7 @@ def as_scores(values: Any, name: str = "y_score", *, finite: bool = False) -> np
     """Numbers as float64 (a copy only when the dtype differs); NaN is an :class:`InputError`,
     and so is an infinity when ``finite``."""
     raw = as_vector(values, name)
-    _check_exact(raw, name)
+    check_exact_scores(raw, name)
     arr = np.asarray(_numeric(raw, name), dtype=np.float64)
     bad = ~np.isfinite(arr) if finite else np.isnan(arr)
     if bad.any():
@@ -234,8 +234,11 @@ def as_scores(values: Any, name: str = "y_score", *, finite: bool = False) -> np
     return arr
 
 
-def _check_exact(raw: np.ndarray, name: str) -> None:
-    """Refuse integers that float64 cannot hold exactly (distinct scores would tie)."""
+def check_exact_scores(raw: np.ndarray, name: str) -> None:
+    """Refuse scores that change when they become float64, the one rule of every path that
+    reads scores: integers beyond 2^53 that float64 cannot hold exactly and extended-precision
+    floats (``np.longdouble``) finer than float64 (distinct scores would silently tie). Wider
+    integers and long doubles whose values float64 holds exactly pass."""
     if raw.dtype.kind in "iu":
         limit = np.array(FLOAT_EXACT).astype(raw.dtype) if raw.dtype.itemsize >= 8 else None
         if limit is None:
@@ -247,6 +250,19 @@ def _check_exact(raw: np.ndarray, name: str) -> None:
             v for v in raw.tolist()
             if type(v) is int and abs(v) > FLOAT_EXACT and (abs(v) >= 2**1024 or float(v) != v)
         ]  # fmt: skip
+    elif raw.dtype.kind == "f" and raw.dtype.itemsize > 8:
+        with np.errstate(over="ignore", invalid="ignore"):
+            narrowed = raw.astype(np.float64)
+            changed = (narrowed.astype(raw.dtype) != raw) & ~np.isnan(raw)
+        if changed.any():
+            msg = (
+                f"`{name}` has {int(changed.sum())} {raw.dtype} value(s) that float64 cannot "
+                "hold exactly (receval scores in float64, so distinct scores would silently "
+                "tie or overflow); expected float64 or narrower numbers: convert them with "
+                f".astype(np.float64) if that is what you mean. Positions: {_positions(changed)}."
+            )
+            raise InputError(msg)
+        return
     else:
         return
     if inexact:
