@@ -1303,3 +1303,21 @@ def test_metrics_reading_ties_past_the_cutoff_refuse_expected_ties_from_a_model(
     got = quiet(receval.evaluate, case.truth_frame(), case.model(), [metric], items=items,
                 ties="first")  # fmt: skip
     assert receval.parse_metric(metric).canonical in got.means
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_torch_half_factors_are_widened_exactly(dtype: str) -> None:
+    """torch float16 / bfloat16 factors (a NotImplementedError or TypeError from Numba before)
+    score as their exact float32 widening does."""
+    torch = import_torch()
+    case = make_case(28, kind="int_f64", string_ids=False)
+    half = getattr(torch, dtype)
+    U, V = torch.tensor(case.U).to(half), torch.tensor(case.V).to(half)
+    metrics = ["ndcg@5", "mrr", "gauc", "recall@3"]
+    widened = receval.FactorModel(U.to(torch.float32).numpy(), V.to(torch.float32).numpy(),
+                                  user_ids=case.user_ids, item_ids=case.item_ids)  # fmt: skip
+    model = receval.FactorModel(U, V, user_ids=case.user_ids, item_ids=case.item_ids)
+    a = quiet(receval.evaluate, case.truth_frame(), widened, metrics)
+    b = quiet(receval.evaluate, case.truth_frame(), model, metrics)
+    assert_same_result(b, a, what=f"torch {dtype}")
+    assert receval.topk(model, 4).equals(receval.topk(widened, 4))

@@ -324,3 +324,155 @@ def test_exclude_and_candidates_need_a_model() -> None:
         receval.evaluate(TRUTH, recs, "ndcg@2", exclude={0: [1]})
     with pytest.raises(receval.InputError, match="apply to a model source"):
         receval.evaluate(TRUTH, recs, "ndcg@2", candidates=[0, 1])
+
+
+# --------------------------------------------------- nothing to score (issue #29, item 1)
+# A model that scores nobody or nothing gives the documented result: every such user counts
+# as without recommendations (no_recs) and scores 0, never a ZeroDivisionError.
+
+TWO = np.ones((2, 2))
+THREE = np.ones((3, 2))
+
+
+def test_a_model_that_knows_none_of_the_truth_users() -> None:
+    res = receval.evaluate(
+        {5: {0: 1}}, receval.FactorModel(TWO, THREE, user_ids=[0, 1]), ["ndcg@10", "mrr"]
+    )
+    assert res.means == {"ndcg@10": 0.0, "mrr": 0.0}
+    assert (res.counts.evaluated, res.counts.no_recs) == (1, 1)
+
+
+def test_a_model_with_no_users() -> None:
+    res = receval.evaluate(
+        {0: {0: 1}, 1: {2: 1}}, receval.FactorModel(np.ones((0, 2)), THREE), "ndcg@10"
+    )
+    assert res["ndcg@10"] == 0.0
+    assert (res.counts.evaluated, res.counts.no_recs) == (2, 2)
+
+
+@pytest.mark.parametrize("segment", ["cold_warm", "activity"])
+def test_segments_with_cold_users_the_model_does_not_know(segment: str) -> None:
+    # the question the segments exist for: test users absent from train (and from the model)
+    m = receval.FactorModel(np.array([[1.0, 0.0], [0.0, 1.0]]), THREE, user_ids=[0, 1])
+    truth = {0: {1: 1}, 5: {0: 1}, 7: {2: 1}}
+    res = receval.evaluate(truth, m, ["ndcg@10"], segments=[segment], train={0: {0: 1}})
+    want = receval.evaluate({0: {1: 1}}, m, ["ndcg@10"], train={0: {0: 1}})["ndcg@10"]
+    cold = res.segments[(segment, "cold" if segment == "cold_warm" else "0")]
+    warm = res.segments[(segment, "warm" if segment == "cold_warm" else "1-4")]
+    assert cold["ndcg@10"] == 0.0 and cold.counts.no_recs == cold.counts.evaluated == 2
+    assert warm["ndcg@10"] == want and warm.counts.no_recs == 0
+    assert res["ndcg@10"] == pytest.approx(want / 3)
+
+
+@pytest.mark.parametrize("candidates", [[], {}, pl.DataFrame({"user": [], "item": []})])
+def test_empty_candidates_mean_no_candidates(candidates: Any) -> None:
+    # an empty restriction restricts to nothing, as a non-empty one leaves absent users none
+    res = receval.evaluate(TRUTH, model(), ["ndcg@5", "mrr"], candidates=candidates)
+    assert res.means == {"ndcg@5": 0.0, "mrr": 0.0}
+    assert res.counts.no_recs == res.counts.evaluated == 3
+    assert receval.topk(model(), 3, candidates=candidates).height == 0
+
+
+def test_non_empty_per_user_candidates_leave_absent_users_none() -> None:
+    # the rule the empty table follows: a user absent from per-user candidates has none
+    cand = pl.DataFrame({"user": [0], "item": [1]})
+    res = receval.evaluate(TRUTH, model(), ["mrr"], candidates=cand)
+    assert res.per_user.filter(pl.col("user") == 0)["mrr"].item() == 1.0
+    assert res.counts.no_recs == 2
+
+
+def test_every_item_excluded_leaves_a_user_without_recs() -> None:
+    m = receval.FactorModel(TWO, THREE, user_ids=[0, 1])
+    res = receval.evaluate({0: {5: 1}, 1: {0: 1}}, m, ["ndcg@10", "mrr"], exclude={0: [0, 1, 2]})
+    assert res.counts.no_recs == 1
+    assert res.per_user.filter(pl.col("user") == 0)["mrr"].item() == 0.0
+
+
+def test_the_smallest_scoring_block_gives_the_same_numbers() -> None:
+    metrics = ["ndcg@3", "mrr", "gauc", "recall@2"]
+    want = receval.evaluate(TRUTH, model(), metrics)
+    got = receval.evaluate(TRUTH, model(), metrics, block_memory=1)
+    assert got.means == want.means
+    assert got.per_user.equals(want.per_user)
+
+
+def test_topk_beyond_the_catalog_is_capped() -> None:
+    # buffers are users x min(k, catalog): 10**9 asks for 4 columns, not terabytes
+    users = np.random.default_rng(0).normal(size=(5000, 3))
+    top = receval.topk(receval.FactorModel(users, V), 10**9)
+    assert top.height == 5000 * 4
+    assert top.equals(receval.topk(receval.FactorModel(users, V), 4))
+    res = receval.evaluate(TRUTH, model(), ["ndcg@1000000000", "mrr"])
+    assert res["ndcg@1000000000"] == receval.evaluate(TRUTH, model(), ["ndcg@4"])["ndcg@4"]
+
+
+def test_a_model_with_no_items() -> None:
+    with pytest.raises(receval.InputError, match="item_factors has no rows") as info:
+        receval.FactorModel(TWO, np.ones((0, 2)))
+    assert "at least one catalog item" in message(info)
+
+
+# -------------------------------------------------------- ids given badly (issue #29, item 8)
+
+
+def test_empty_user_ids_say_how_many_were_expected() -> None:
+    with pytest.raises(receval.InputError, match=r"user_ids has 0 ids; expected one per row"):
+        receval.FactorModel(TWO, THREE, user_ids=[])
+
+
+def test_null_ids_say_null() -> None:
+    with pytest.raises(
+        receval.InputError, match=r"user_ids must hold integer or string ids; got 2 null"
+    ):
+        receval.FactorModel(TWO, THREE, user_ids=[None, None])
+
+
+@pytest.mark.parametrize("item_ids", [5, "abc", None, 2.5])
+def test_score_model_item_ids_not_a_sequence(item_ids: Any) -> None:
+    with pytest.raises(receval.InputError, match="item_ids must be a 1-D sequence of ids") as info:
+        receval.ScoreModel(lambda u: np.ones((len(u), 5)), item_ids)
+    assert type(item_ids).__name__ in message(info)
+
+
+def test_score_model_user_ids_not_a_sequence() -> None:
+    with pytest.raises(receval.InputError, match="user_ids must be a 1-D sequence of ids"):
+        receval.ScoreModel(lambda u: np.ones((len(u), 2)), [0, 1], user_ids=3)
+
+
+def test_score_model_with_no_items() -> None:
+    with pytest.raises(receval.InputError, match="item_ids is empty"):
+        receval.ScoreModel(lambda u: np.ones((len(u), 0)), [])
+
+
+def test_candidates_given_as_an_empty_list_are_not_a_type_mismatch() -> None:
+    res = receval.evaluate(TRUTH, model(), "ndcg@2", candidates=np.array([], dtype=object))
+    assert res["ndcg@2"] == 0.0
+
+
+# --------------------------------------- scores float64 cannot hold (issue #29, item 8)
+BIG = 2**53
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        np.array([BIG + 1, BIG, BIG - 1, 0], dtype=np.int64),  # BIG + 1 becomes BIG: a tie
+        np.array([1 + np.finfo(np.longdouble).eps, 1, 0, 0], dtype=np.longdouble),
+    ],
+    ids=["int beyond 2^53", "longdouble"],
+)
+def test_score_model_output_float64_cannot_hold(row: np.ndarray) -> None:
+    if row.dtype == np.longdouble and np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps:
+        pytest.skip(
+            "this platform's long double is float64"
+        )  # pragma: no cover (x86, arm64 differ)
+    m = receval.ScoreModel(lambda u: np.tile(row, (len(u), 1)), item_ids=[1, 2, 3, 4])
+    with pytest.raises(receval.InputError, match="the score function's output") as info:
+        receval.evaluate(TRUTH, m, "ndcg@2")
+    assert "float64 cannot hold exactly" in message(info)
+
+
+def test_score_model_output_float64_holds_is_fine() -> None:
+    row = np.array([BIG, BIG - 2, 3, 0], dtype=np.int64)  # every value exact in float64
+    m = receval.ScoreModel(lambda u: np.tile(row, (len(u), 1)), item_ids=[1, 2, 3, 4])
+    assert receval.evaluate({0: {1: 1}}, m, "mrr")["mrr"] == 1.0

@@ -182,6 +182,8 @@ def check_frame(
         dtype = schema[col]
         if isinstance(dtype, pl.Categorical | pl.Enum):
             casts.append(pl.col(col).cast(pl.String))
+        elif dtype == pl.Null and out.height == 0:  # an empty table typed by nothing
+            casts.append(pl.col(col).cast(pl.Int64))
         elif not (dtype.is_integer() or dtype == pl.String):
             msg = (
                 f"{role} column {col!r} holds ids and must be integers or strings; "
@@ -189,6 +191,8 @@ def check_frame(
             )
             raise InputError(msg)
     vtype = schema[value_col]
+    if vtype == pl.Null and out.height == 0:
+        vtype = pl.Float64()
     if not (vtype.is_numeric() and vtype != pl.Boolean):
         msg = f"{role} column {value_col!r} ({value_name}) must be numeric; got {vtype}."
         if vtype == pl.String:  # e.g. a CSV column: show the values that are not numbers

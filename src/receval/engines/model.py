@@ -108,6 +108,8 @@ def _ids(values: Any, n: int, name: str, rows: str) -> pl.Series:
     except (TypeError, ValueError, OverflowError) as exc:
         msg = f"{name} must be a 1-D sequence of integer or string ids; could not read it ({exc})."
         raise InputError(msg) from None
+    if series.dtype == pl.Null and series.len() == 0:  # [] or an empty array of objects
+        series = series.cast(pl.Int64)
     dtype = series.dtype
     if isinstance(dtype, pl.Categorical | pl.Enum):
         series = series.cast(pl.String)
@@ -117,7 +119,8 @@ def _ids(values: Any, n: int, name: str, rows: str) -> pl.Series:
         else:
             series = series.cast(pl.Int64)
     elif dtype != pl.String:
-        msg = f"{name} must hold integer or string ids; got {dtype}."
+        found = f"{series.len()} null(s)" if dtype == pl.Null else str(dtype)
+        msg = f"{name} must hold integer or string ids; got {found}."
         raise InputError(msg)
     if series.len() != n:
         msg = f"{name} has {series.len()} ids; expected one per row of {rows} ({n})."
@@ -134,6 +137,15 @@ def _ids(values: Any, n: int, name: str, rows: str) -> pl.Series:
     return series
 
 
+def _id_list(values: Any, name: str, what: str) -> pl.Series:
+    """Ids given on their own (not one per row of a matrix): a 1-D sequence, checked by
+    :func:`_ids`."""
+    if values is None or isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+        msg = f"{name} must be a 1-D sequence of ids ({what}); got {type(values).__name__}."
+        raise InputError(msg)
+    return _ids(values, len(values), name, name)
+
+
 def _factor_matrix(values: Any, name: str) -> Any:
     """A checked 2-D float factor matrix: a NumPy array (float32 or float64) or a torch
     tensor (floating, on its device)."""
@@ -145,6 +157,8 @@ def _factor_matrix(values: Any, name: str) -> Any:
             raise InputError(msg)
         if not torch.is_floating_point(values):
             values = values.to(torch.float64)
+        elif values.dtype in (torch.float16, torch.bfloat16):  # widened exactly: the scan's
+            values = values.to(torch.float32)  # kernels read float32 and float64
         bad = int((~torch.isfinite(values)).sum())
         if bad:
             rows = torch.nonzero(~torch.isfinite(values).all(dim=1)).flatten()[:5].tolist()
@@ -188,8 +202,10 @@ class FactorModel:
     ----------
     user_factors, item_factors:
         ``(n_users x d)`` and ``(n_items x d)`` matrices: NumPy arrays (float32 is scored in
-        float32, float64 in float64, integers as float64) or torch tensors (scored by torch on
-        their device, for example a GPU).
+        float32, float64 in float64, integers and float16 as float64) or torch tensors (scored
+        by torch on their device, for example a GPU; float16 and bfloat16 widened to float32,
+        exactly). No users is allowed (every truth user is then unknown); no items is an
+        error.
     user_ids, item_ids:
         The ids the rows stand for (arrays, lists, pandas or Polars Series; integers or
         strings, distinct); default ``0 .. n-1``. The item ids are the catalog.
@@ -258,6 +274,12 @@ class FactorModel:
         elif users.dtype != items.dtype:  # float32 with float64: score in float64
             users = users.astype(np.float64)
             items = items.astype(np.float64)
+        if items.shape[0] == 0:
+            msg = (
+                "item_factors has no rows; expected at least one catalog item (a model with "
+                "no items can recommend nothing)."
+            )
+            raise InputError(msg)
         if similarity == "cosine":
             users = _normalised(users, "user_factors")
             items = _normalised(items, "item_factors")
@@ -367,15 +389,17 @@ class ScoreModel:
         if not callable(fn):
             msg = f"fn must be a function of a batch of user ids; got {type(fn).__name__}."
             raise InputError(msg)
-        if item_ids is None:
-            msg = "item_ids must give the item id of each column that fn returns; got None."
-            raise InputError(msg)
-        n = len(item_ids)
         self.fn = fn
-        self.item_ids = _ids(item_ids, n, "item_ids", "the columns fn returns")
+        self.item_ids = _id_list(item_ids, "item_ids", "the item id of each column fn returns")
+        if self.item_ids.len() == 0:
+            msg = (
+                "item_ids is empty; expected at least one catalog item (the item id of each "
+                "column fn returns)."
+            )
+            raise InputError(msg)
         self.user_ids: pl.Series | None = None
         if user_ids is not None:
-            self.user_ids = _ids(user_ids, len(user_ids), "user_ids", "user_ids")
+            self.user_ids = _id_list(user_ids, "user_ids", "the user ids fn knows")
 
     @property
     def uses_torch(self) -> bool:
@@ -524,6 +548,8 @@ def _catalog(
         raise InputError(msg) from None
     if subset.dtype.is_integer():
         subset = subset.cast(pl.Int64)
+    elif subset.len() == 0:  # no candidates (of any dtype, [] is Null): nothing is scored
+        subset = pl.Series("candidates", [], dtype=ids.dtype)
     subset, ids2 = _unify(subset, ids, "item", "candidates")
     at = match_users(subset, ids2)
     missing = int((at < 0).sum())
@@ -660,6 +686,7 @@ class Scorer:
         ):
             msg = f"the score function must return real numbers; got dtype {scores.dtype}."
             raise InputError(msg)
+        C.check_exact_scores(scores, "the score function's output")
         if scores.dtype not in (np.float32, np.float64):
             scores = scores.astype(np.float64)
         _check_scores(scores, users, "the score function", model.item_ids)  # before the subset
@@ -749,6 +776,7 @@ def _scan(
     grouped by user), taken from ``block_bytes`` with the scan's own arrays."""
     n_users = t_off.shape[0] - 1
     n_rows = t_col.shape[0]
+    k_top = min(k_top, scorer.catalog.n_cols)  # no list is longer than the columns scored
     out = _Scan(
         t_score=np.full(n_rows, np.nan), above=np.zeros(n_rows, dtype=np.int64),
         tied=np.zeros(n_rows, dtype=np.int64), first_before=np.zeros(n_rows, dtype=np.int64),
@@ -759,6 +787,10 @@ def _scan(
     )  # fmt: skip
     scored = np.flatnonzero(model_row >= 0)
     n_cols = scorer.catalog.n_cols
+    if scored.size == 0 or n_cols == 0:  # nobody or nothing to score: every user has no list
+        if n_cols == 0:
+            out.n_cand[scored] = 0
+        return out
     pc_off, pc_col = pc if pc is not None else (np.zeros(1, dtype=np.int64), np.zeros(0, np.int64))
     if sel_key is None:  # equal scores of the top K in catalog order
         sel_key = np.arange(n_cols, dtype=np.int64)
@@ -932,13 +964,16 @@ def read_unified(
     items: pl.Series,
 ) -> pl.DataFrame | None:
     """``exclude`` or per-user ``candidates`` read (:func:`_read_pairs`), their ids typed as
-    ``users`` and ``items`` (repeated rows kept: harmless); None when absent or empty."""
+    ``users`` and ``items`` (repeated rows kept: harmless); None when absent, or when an
+    ``exclude`` is empty. Empty candidates are no rows: no user has a candidate."""
     if data is None:
         return None
     pairs = _read_pairs(data, role, inputs, kinds)
-    if pairs is None:
-        return None
     user_col, item_col = inputs.user_col, inputs.item_col
+    if pairs is None:  # empty
+        if role == "exclude":
+            return None
+        return pl.DataFrame({user_col: users.clear(), item_col: items.clear()})
     pu, _ = _unify(pairs[user_col], users, "user", role)
     pi, _ = _unify(pairs[item_col], items, "item", role)
     frame = pl.DataFrame({user_col: pu, item_col: pi})  # repeated rows: harmless, kept
