@@ -4,8 +4,10 @@ them with one wording."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import cast
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "RecevalError",
     "UndefinedMetricWarning",
     "about",
+    "caller_stacklevel",
     "check_choice",
     "check_integer",
 ]
@@ -109,3 +112,16 @@ def check_integer(
         msg = f"{name} must be an integer >= {minimum}{more}; got {value!r}."
         raise InputError(msg)
     return int(cast(int, value))
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` of a warning issued here that points at the first frame outside
+    the receval package (the user's call), however deep inside receval it is raised: the
+    engines reach the same warning through different depths."""
+    package = Path(__file__).resolve().parent
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and Path(frame.f_code.co_filename).resolve().is_relative_to(package):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level

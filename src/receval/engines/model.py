@@ -1509,7 +1509,8 @@ def _model_ranking(
         pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
     )  # fmt: skip
     out, nrel = MK.rank_from_counts(arrays, policy, n_chunks, len(ranking))
-    return ranking_part(ranking, prep, KernelOutput(out, nrel, pa.thr_idx, pa.ops))
+    kernel = KernelOutput(out, nrel, pa.thr_idx, pa.ops)
+    return ranking_part(ranking, prep, kernel, lists=False)  # exact ranks: no list is cut
 
 
 def _gauc_part(

@@ -424,6 +424,7 @@ def merge(
     for state in states.values():
         state.reduce_whole()
     finish_states(plan, states, means, details)
+    details = {k: v for k, v in details.items() if v}  # as the sharded engines leave them
     per_user = join_per_user(plan, parts, prep)
     ordered = {m.canonical: means[m.canonical] for m in plan}
     return Result(plan, ordered, per_user, prep.counts, settings, details)

@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, MetricError
+from receval._errors import InputError, MetricError, caller_stacklevel
 from receval.data.io import read_table
 from receval.data.layout import (
     Grouped,
@@ -47,6 +47,7 @@ from receval.families.contract import (
     per_user_frame,
     warn_unused_relevance,
 )
+from receval.families.states import GlobalState
 from receval.kernels import grouping as G
 from receval.kernels import ranking as K
 from receval.kernels.exact import total_of
@@ -505,8 +506,14 @@ def check_duplicates(
     return True
 
 
-def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput) -> Part:
-    """Means and per-user values of the ranking metrics from the kernel's output."""
+def ranking_part(
+    plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput, lists: bool = True
+) -> Part:
+    """Means and per-user values of the ranking metrics from the kernel's output.
+
+    ``lists``: the recs are lists as given (a table), whose metrics without a cutoff are
+    checked for lists cut at a common length (:class:`ListLengths`); False for a model's
+    exact ranks over the whole ranking."""
     out, nrel, thr_idx, ops = kernel.out, kernel.nrel, kernel.thr_idx, kernel.ops
     counts, t_grp, u2r = prep.counts, prep.t_grp, prep.u2r
     user_col, no_recs = prep.user_col, prep.no_recs
@@ -550,4 +557,98 @@ def ranking_part(plan: tuple[Metric, ...], prep: Prepared, kernel: KernelOutput)
         columns[m.canonical] = values
 
     frame = per_user_frame(t_grp.keys, np.flatnonzero(keep), columns, user_col)
-    return Part(means, frame, sums=sums)
+    whole_list = tuple(m.canonical for m in plan if m.k is None and m.sampling is None)
+    states: dict[str, GlobalState] = {}
+    if whole_list and lists:
+        states[ListLengths.KEY] = ListLengths.of(whole_list, prep)
+    return Part(means, frame, sums=sums, states=states)
+
+
+@dataclass
+class ListLengths(GlobalState):
+    """Whether the recommendation lists look cut at a common length: a top-K table read as
+    if each list were the model's whole ranking (issue #29: ``mrr`` from a top-100 table is
+    ``mrr@100``; the model gives the full ranking's value).
+
+    The lists of truth users are cut at ``L`` when ``L`` is the longest, at least
+    :attr:`MIN_LISTS` (10) lists and at least half of them have exactly ``L`` items (a few
+    users' lists of one length are chance), and some of those miss a relevant
+    truth item (which, ranked past ``L`` in the full ranking, counts here as never
+    recommended). Lists that hold every relevant item (each user's sampled candidates ranked
+    in full, say) are not cut: the metrics are then exact. Merged exactly over blocks of
+    users (the longest length, and the lists at it). :meth:`finish` records it in the
+    details of every metric without a cutoff (``lists_cut_at``, ``lists_at_cut``, ``lists``,
+    ``at_cut_missing_relevant``) and warns once.
+    """
+
+    KEY = "ranking_list_lengths"
+    MIN_LISTS = 10
+    metrics: tuple[str, ...]
+    longest: int = 0
+    at_longest: int = 0  # lists of exactly ``longest`` items
+    missing: int = 0  # of those, the lists that miss a relevant truth item
+    lists: int = 0
+    warned: bool = False
+
+    @staticmethod
+    def of(metrics: tuple[str, ...], prep: Prepared) -> ListLengths:
+        """The lengths of the lists of ``prep``'s truth users (vectorised, no user loop)."""
+        has = np.flatnonzero(prep.u2r >= 0)
+        if has.size == 0:
+            return ListLengths(metrics)
+        r_off = prep.r_grp.offsets
+        length = r_off[prep.u2r[has] + 1] - r_off[prep.u2r[has]]
+        longest = int(length.max())
+        at = has[length == longest]
+        t_off = prep.t_grp.offsets
+        unranked = (prep.t_match < 0) & (prep.t_rel >= prep.threshold)
+        # each truth user's relevant rows not in its list, summed by group (cumulative sums)
+        ends = np.concatenate([[0], np.cumsum(unranked, dtype=np.int64)])
+        missing = ends[t_off[at + 1]] - ends[t_off[at]]
+        return ListLengths(metrics, longest, int(at.size), int((missing > 0).sum()), int(has.size))
+
+    def merge(self, other: ListLengths) -> ListLengths:
+        if other.longest > self.longest:
+            self.longest, self.at_longest, self.missing = (
+                other.longest, other.at_longest, other.missing,
+            )  # fmt: skip
+        elif other.longest == self.longest:
+            self.at_longest += other.at_longest
+            self.missing += other.missing
+        self.lists += other.lists
+        return self
+
+    @property
+    def cut(self) -> bool:
+        """Whether the lists look cut at :attr:`longest` (see the class)."""
+        return (
+            self.longest >= 1
+            and self.at_longest >= self.MIN_LISTS
+            and 2 * self.at_longest >= self.lists
+            and self.missing >= 1
+        )
+
+    def finish(self, metric: Metric, info: dict[str, Any]) -> float | None:
+        if not self.cut:
+            return None
+        info.update(
+            lists_cut_at=self.longest, lists_at_cut=self.at_longest, lists=self.lists,
+            at_cut_missing_relevant=self.missing,
+        )  # fmt: skip
+        if not self.warned:
+            self.warned = True
+            names = ", ".join(self.metrics)
+            cut = ", ".join(f"{n}@{self.longest}" for n in self.metrics)
+            are = "is" if len(self.metrics) == 1 else "are"
+            warnings.warn(
+                f"{self.at_longest} of the {self.lists} truth users' recommendation lists have "
+                f"exactly {self.longest} items, the longest, and {self.missing} of them miss a "
+                f"relevant item: the lists look cut at {self.longest} (a top-{self.longest} "
+                f"table), so {names} {are} really {cut} (a relevant item ranked past "
+                f"{self.longest} counts as never recommended). Name the cutoff to say so, or "
+                "evaluate the model itself (receval.FactorModel, receval.ScoreModel) for the "
+                "exact value over the whole ranking; result.details records it.",
+                UserWarning,
+                stacklevel=caller_stacklevel(),
+            )
+        return None
