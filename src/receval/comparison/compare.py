@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, about, check_choice, check_integer
+from receval._errors import InputError, about, caller_stacklevel, check_choice, check_integer
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
     CiMethod,
@@ -28,6 +29,7 @@ from receval.comparison.stats import (
     correct,
     paired_test,
 )
+from receval.comparison.users import USERS, UsersArg, common_users
 from receval.data.io import Inputs
 from receval.engines.segments import segment_plan
 from receval.evaluation import evaluate
@@ -261,6 +263,7 @@ def compare(
     n_permutations: int = 10_000,
     seed: int = 0,
     progress: bool = False,
+    users: UsersArg = "all",
     **options: Any,
 ) -> Comparison:
     """Compare models on the same truth: means, bootstrap intervals and paired tests.
@@ -297,6 +300,12 @@ def compare(
         Seeds the bootstrap and the randomization test: equal inputs give equal output.
     progress:
         Show a progress bar on stderr (Rich). The library is quiet otherwise.
+    users:
+        ``"all"`` (default): every truth user, each run scoring 0 where it has no list
+        (``no_recs``). ``"common"``: only the truth users that every run can score (a model's
+        ``user_ids``, a table's users with a list), so that a factor model is not judged on
+        the cold users it cannot know; ``settings["users"]`` counts the users left out, in
+        all and by run (``left_out_by_run``).
     **options:
         Passed to :func:`receval.evaluate` (``user_col``, ``ties``, ``no_recs``, ...).
 
@@ -348,8 +357,13 @@ def compare(
         str(options.get("user_col", "user")), str(options.get("item_col", "item")),
     )  # fmt: skip
     user_col = reader.user_col  # truth's (every run's per-user frame is keyed by it)
-    if isinstance(truth, str | os.PathLike):  # read once for every run
-        truth = reader.read(truth, "truth", str(options.get("relevance_col") or "relevance"))
+    check_choice("users", users, USERS)
+    relevance = str(options.get("relevance_col") or "relevance")
+    if isinstance(truth, str | os.PathLike) or users == "common":  # read once for every run
+        truth = reader.read(truth, "truth", relevance)
+    chosen: dict[str, Any] = {"users": "all"}
+    if users == "common":
+        truth, chosen = common_users(truth, runs, options)
     plan = parse_metrics(metrics)
     results: dict[str, Result] = {}
     with _progress(progress) as step:
@@ -357,6 +371,8 @@ def compare(
             step(f"evaluating {name}")
             with about(f"run {name!r}"):
                 results[name] = evaluate(truth, runs[name], plan, **options)
+        if users == "all":
+            _warn_users_differ(results)
         if options.get("sampling") is not None:  # the names carry the protocol: ndcg@10~...
             plan = tuple(parse_metric(name) for name in results[base].metrics)
         step("bootstrap intervals and tests")
@@ -376,10 +392,27 @@ def compare(
     settings = {
         "baseline": base, "test": test, "correction": correction, "alpha": alpha,
         "confidence": confidence, "ci": ci, "n_resamples": n_resamples,
-        "n_permutations": n_permutations, "seed": seed,
+        "n_permutations": n_permutations, "seed": seed, "users": chosen,
         "evaluate": results[base].settings,
     }  # fmt: skip
     return Comparison(table, results, base, plan, settings, inputs=inputs, by_segment=by_segment)
+
+
+def _warn_users_differ(results: Mapping[str, Result]) -> None:
+    """Warn when the runs leave different numbers of truth users without recommendations:
+    each run is then judged (0 under ``no_recs="zero"``) on users it cannot score."""
+    without = {name: res.counts.no_recs for name, res in results.items()}
+    if len(set(without.values())) <= 1:
+        return
+    said = ", ".join(f"{name} {n}" for name, n in without.items())
+    warnings.warn(
+        f"the runs leave different numbers of truth users without recommendations ({said}): "
+        "each run is judged on users it cannot score (0 under no_recs='zero'; a model's cold "
+        "users). users='common' (CLI --users common) compares on the users every run can "
+        "score, and counts those left out.",
+        UserWarning,
+        stacklevel=caller_stacklevel(),
+    )
 
 
 def _adjusted(table: pl.DataFrame, correction: Correction | None, alpha: float) -> pl.DataFrame:

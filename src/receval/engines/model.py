@@ -34,7 +34,13 @@ import numba
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, MetricError, check_choice, check_integer
+from receval._errors import (
+    InputError,
+    MetricError,
+    caller_stacklevel,
+    check_choice,
+    check_integer,
+)
 from receval.arrays import classification as C
 from receval.data.io import Inputs, check_exists
 from receval.data.layout import (
@@ -1048,7 +1054,7 @@ def _drop_excluded(
         "they can never be recommended and are left out of truth (excluded_truth='drop'; "
         "counted in result.settings['model']['truth_rows_excluded']). First rows:\n" + shown,
         UserWarning,
-        stacklevel=5,
+        stacklevel=caller_stacklevel(),
     )
     return t_frame.filter(~mask)
 
@@ -1464,7 +1470,7 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
             "exclude=train (CLI --exclude) to leave them out, or keep them knowingly "
             "(result.counts.recs_in_train counts them).",
             UserWarning,
-            stacklevel=4,
+            stacklevel=caller_stacklevel(),
         )
     context = prep.context
     with suppress(InputError):  # the beyond metrics reuse train typed as the catalog's ids
@@ -1487,7 +1493,9 @@ def warn_model_facts(facts: dict[str, Any]) -> None:
         )
     if said:
         warnings.warn(
-            "; ".join(said) + ". Counted in result.settings['model'].", UserWarning, stacklevel=4
+            "; ".join(said) + ". Counted in result.settings['model'].",
+            UserWarning,
+            stacklevel=caller_stacklevel(),
         )
 
 
