@@ -129,6 +129,28 @@ def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) 
     return count
 
 
+def _is_stopped(spark: Any) -> bool:
+    """True for a session that ``spark.stop()`` has stopped: Spark Connect says so
+    (``is_stopped``); a classic session's SparkContext drops its Java context."""
+    if isinstance(getattr(type(spark), "is_stopped", None), property):  # Spark Connect
+        return bool(spark.is_stopped)
+    context = getattr(spark, "_sc", None)
+    return context is not None and getattr(context, "_jsc", None) is None
+
+
+def _check_running(spark: Any, role: str | None = None) -> None:
+    """:class:`EngineError` when ``spark`` (the session of input ``role``, when given) is
+    stopped: pyspark would fail with a bare ``AssertionError`` at the first job."""
+    if _is_stopped(spark):
+        of = f" of {role}" if role else ""
+        msg = (
+            f"the SparkSession{of} is stopped (spark.stop() was called); start a new one "
+            "(SparkSession.builder.getOrCreate(), or receval.engines.spark.session()) and "
+            f"build {'the DataFrames' if role else 'the inputs'} in it."
+        )
+        raise EngineError(msg)
+
+
 def session(master: str = "local[*]", **conf: str) -> Any:
     """A SparkSession: the active one, else a new one on ``master`` (``sc://...``: Spark
     Connect). Local workers run this Python (``PYSPARK_PYTHON``, when unset) and the UI is
@@ -568,6 +590,10 @@ def evaluate_spark_plan(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    frames = {"truth": truth, "recs": recs, "train": options.train, "items": options.items}
+    for role, data in frames.items():
+        if is_spark_frame(data):
+            _check_running(data.sparkSession, role)
     if spark is None:
         for data in (recs, truth):
             if is_spark_frame(data):
@@ -575,6 +601,7 @@ def evaluate_spark_plan(
                 break
         else:
             spark = session()
+    _check_running(spark)
     if id(spark) not in _checked:
         check_executors(spark)
         _checked.add(id(spark))
