@@ -7,6 +7,7 @@ command line turns it into one line on stderr with exit code 2.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 import receval
 import receval.engines.spark
+from helpers.shard import assert_same
 from receval import InputError
 from receval.cli import app
 
@@ -125,3 +127,154 @@ def test_cli_missing_path_with_engine_spark(spark: Any, tmp_path: Path) -> None:
         assert result.exit_code == 2, (engine, result.output)
         assert result.stdout == ""
         assert result.stderr == f"error: truth file {str(missing)!r} does not exist.\n", engine
+
+
+# ------------------------------------------------- scores that float64 cannot hold (issue 1)
+
+BIG = 2**53
+
+
+def _spark_pair(spark: Any, scores: list[Any], score_type: str, rel_type: str = "double") -> Any:
+    """Truth (user 1 likes item 10, user 2 item 20) and recs scored by ``scores`` (items 10,
+    11, 20, 21 in turn) as Spark frames whose value columns have the given Spark types."""
+    one = 1 if rel_type == "bigint" else 1.0
+    truth = spark.createDataFrame(
+        [(1, 10, one), (2, 20, one)], f"user bigint, item bigint, relevance {rel_type}"
+    )
+    rows = [
+        (u, i, s) for (u, i), s in zip([(1, 10), (1, 11), (2, 20), (2, 21)], scores, strict=True)
+    ]
+    recs = spark.createDataFrame(rows, f"user bigint, item bigint, score {score_type}")
+    return truth, recs
+
+
+def _local_pair(scores: list[int]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 20], "relevance": [1.0, 1.0]})
+    recs = pl.DataFrame({"user": [1, 1, 2, 2], "item": [10, 11, 20, 21], "score": scores})
+    return truth, recs
+
+
+def _before_rows(text: str) -> str:
+    return text.split("First offending rows:", maxsplit=1)[0]
+
+
+def test_long_scores_beyond_2_53_are_the_local_error(spark: Any) -> None:
+    """LongType scores that tie in float64 (2^53 + 1 and 2^53) are refused as the local
+    engine refuses Int64 ones, with its message: never a silent tie."""
+    scores = [BIG + 1, BIG, 3, 2**63 - 1]
+    with pytest.raises(InputError) as local:
+        receval.evaluate(*_local_pair(scores), ["ndcg@1"])
+    with pytest.raises(InputError) as remote:
+        receval.evaluate(*_spark_pair(spark, scores, "bigint"), ["ndcg@1"])
+    assert type(remote.value) is type(local.value)
+    assert _before_rows(str(remote.value)) == _before_rows(str(local.value))
+    assert "has 2 integer value(s) beyond ±2^53" in str(remote.value)
+    assert "score=9007199254740993" in str(remote.value)  # an offending row is shown
+    assert "score=9223372036854775807" in str(remote.value)
+
+
+def test_long_relevance_beyond_2_53_is_refused(spark: Any) -> None:
+    truth, recs = _spark_pair(spark, [0.5, 0.2, 0.3, 0.1], "double", rel_type="bigint")
+    truth = truth.union(spark.createDataFrame([(1, 11, BIG + 1)], truth.schema))
+    with pytest.raises(InputError, match=r"^truth column 'relevance' \(relevance\) has 1 integer"):
+        receval.evaluate(truth, recs, ["ndcg@1"])
+
+
+def test_long_scores_within_2_53_equal_the_local_engine(spark: Any) -> None:
+    scores = [BIG, BIG - 1, -BIG, 2**62]  # 2^62 is exact in float64
+    want = receval.evaluate(*_local_pair(scores), ["ndcg@1", "auc", "mrr"])
+    got = receval.evaluate(*_spark_pair(spark, scores, "bigint"), ["ndcg@1", "auc", "mrr"])
+    assert_same(got, want)
+
+
+def test_decimal_scores_finer_than_float64_are_refused(spark: Any) -> None:
+    """A DECIMAL(38, 20) score whose digits float64 cannot keep would tie with its neighbour."""
+    fine = [
+        Decimal("0.12345678901234567891"),
+        Decimal("0.12345678901234567892"),
+        Decimal(1),
+        Decimal(2),
+    ]
+    with pytest.raises(InputError) as info:
+        receval.evaluate(*_spark_pair(spark, fine, "decimal(38,20)"), ["ndcg@1"])
+    text = str(info.value)
+    assert text.startswith(
+        "recs column 'score' (score) has 2 decimal(38,20) value(s) that float64 cannot hold"
+    ), text
+    assert "score=Decimal('0.12345678901234567891')" in text
+    # DECIMAL(38, 0): the integer rule (2^63 - 1 becomes 2^63 in float64)
+    integers = [Decimal(BIG + 1), Decimal(BIG), Decimal(2**63 - 1), Decimal(4)]
+    with pytest.raises(InputError, match=r"has 2 integer value\(s\) beyond ±2\^53"):
+        receval.evaluate(*_spark_pair(spark, integers, "decimal(38,0)"), ["ndcg@1"])
+
+
+def test_decimal_scores_that_float64_holds_equal_the_local_engine(spark: Any) -> None:
+    scores = [Decimal("0.1"), Decimal("0.25"), Decimal("123.4567"), Decimal(2**60)]
+    want = receval.evaluate(*_local_pair([float(s) for s in scores]), ["ndcg@1", "auc", "mrr"])  # type: ignore[list-item]
+    got = receval.evaluate(*_spark_pair(spark, scores, "decimal(38,4)"), ["ndcg@1", "auc", "mrr"])
+    assert_same(got, want)
+
+
+# ------------------------------------------------------- partitions past the users (issue 3)
+
+
+def test_partitions_are_capped_at_the_number_of_users(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """partitions=10**6 on 12 users runs 12 shards (not a million tasks) and gives the
+    result of partitions=2 bit for bit; partitions past Spark's int range too."""
+    used: list[int] = []
+    finish = receval.engines.spark._finish
+
+    def spy(
+        spark: Any, spec: Any, out: Any, columns: Any, user_type: Any, partitions: int, *a: Any
+    ) -> Any:
+        used.append(partitions)
+        return finish(spark, spec, out, columns, user_type, partitions, *a)
+
+    monkeypatch.setattr(receval.engines.spark, "_finish", spy)
+    users = np.repeat(np.arange(12), 3)
+    truth = pl.DataFrame({"user": users, "item": np.tile([1, 2, 3], 12), "relevance": 1.0})
+    recs = pl.DataFrame(
+        {"user": users, "item": np.tile([1, 4, 2], 12), "score": np.tile([0.5, 0.9, 0.1], 12)}
+    )
+    metrics = ["ndcg@2", "auc", "coverage"]
+    want = receval.evaluate(truth, recs, metrics, engine="spark", spark=spark, partitions=2)
+    for many in (10**6, 2**40):
+        got = receval.evaluate(truth, recs, metrics, engine="spark", spark=spark, partitions=many)
+        assert_same(got, want)
+    assert used == [2, 12, 12]
+    assert_same(want, receval.evaluate(truth, recs, metrics))
+
+
+# ------------------------------------------------------------ the session's settings (issue 4)
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self.values.get(key, default)
+
+
+class _Session:
+    """A stand-in for a Spark Connect session: a conf and no SparkContext."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.conf = _Conf(values)
+
+    @property
+    def sparkContext(self) -> Any:
+        raise RuntimeError("no SparkContext on a Connect client")
+
+
+def test_session_settings_that_are_not_integers_fall_back_to_defaults() -> None:
+    """Databricks sets spark.sql.shuffle.partitions to "auto"; a Connect client may have a
+    spark.default.parallelism that is not a number: the defaults apply, never a ValueError."""
+    odd = _Session({"spark.sql.shuffle.partitions": "auto", "spark.default.parallelism": "x"})
+    assert receval.engines.spark._cores(odd) == 1
+    assert receval.engines.spark._most_partitions(odd) == 200
+    zero = _Session({"spark.sql.shuffle.partitions": "0", "spark.default.parallelism": "-3"})
+    assert receval.engines.spark._cores(zero) == 1
+    assert receval.engines.spark._most_partitions(zero) == 200

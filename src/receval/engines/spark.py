@@ -41,9 +41,11 @@ from receval._errors import EngineError, InputError, MetricError, RecevalError, 
 from receval._version import __version__
 from receval.data.io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
+    FLOAT_EXACT,
     IdType,
     IdTypeArg,
     check_frame,
+    inexact_integers_message,
     not_integer_message,
     sort_by_user,
     unify_ids,
@@ -341,8 +343,7 @@ def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
     if texts:
 
         def not_integer(col: str) -> Any:
-            quoted = "`" + col.replace("`", "``") + "`"
-            as_int = F.expr(f"try_cast({quoted} AS BIGINT)")
+            as_int = F.expr(f"try_cast({_quoted(col)} AS BIGINT)")
             value = F.col(col)
             return value.isNotNull() & (~value.rlike(_INTEGER_TEXT) | as_int.isNull())
 
@@ -357,6 +358,76 @@ def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
                 )
                 raise InputError(not_integer_message(role, col, int(counts[j]), rows))
     return frame.withColumns(casts) if casts else frame
+
+
+def _quoted(col: str) -> str:
+    return "`" + col.replace("`", "``") + "`"
+
+
+def _inexact_values(field: Any) -> str | None:
+    """A Spark SQL predicate true on the values of ``field`` that change when they become
+    float64 (the rule of :func:`~receval.data.layout.check_frame` and
+    :func:`~receval.arrays.classification.check_exact_scores`), or None for a type whose
+    values float64 always holds (doubles, floats, 32-bit integers, decimals of at most 15
+    digits).
+
+    A long beyond 2^53 must come back from float64 unchanged. A decimal whose value is an
+    integer in the long range is held to the same rule; any other decimal must come back
+    unchanged from Spark's cast to double and back to its own type (the shortest decimal
+    text of the double, rounded to the column's scale): so no two values that pass meet on
+    one double, while 0.1 passes though float64's 0.1 is not exactly a tenth."""
+    name = type(field.dataType).__name__
+    q = _quoted(field.name)
+    # Spark casts a double of 2^63 to the largest long (2^63 - 1), so that case is tested apart
+    back = f"(CAST({q} AS DOUBLE) < power(2, 63) AND try_cast(CAST({q} AS DOUBLE) AS BIGINT)"
+    if name == "LongType":
+        exact = f"coalesce({back} = {q}), false)"
+        return f"({q} > {FLOAT_EXACT} OR {q} < -{FLOAT_EXACT}) AND NOT {exact}"
+    if name != "DecimalType" or field.dataType.precision <= 15:
+        return None
+    own = f"DECIMAL({field.dataType.precision},{field.dataType.scale})"
+    as_long = f"try_cast({q} AS BIGINT)"
+    integral = f"{as_long} IS NOT NULL AND CAST({as_long} AS {own}) = {q}"
+    exact = f"coalesce({back} = {as_long}), false)"
+    round_trip = f"coalesce(try_cast(CAST({q} AS DOUBLE) AS {own}) = {q}, false)"
+    return f"{q} IS NOT NULL AND NOT (CASE WHEN {integral} THEN {exact} ELSE {round_trip} END)"
+
+
+def _check_exact_values(
+    frame: Any, role: Role, ids: list[str], value_col: str, value_name: str
+) -> None:
+    """Refuse values of ``value_col`` that float64 cannot hold (:func:`_inexact_values`), as
+    the local engine refuses them and with its message: one Spark aggregate counts them
+    (types that need it only: a long or a decimal of more than 15 digits), a second job shows
+    the first few."""
+    from pyspark.sql import functions as F
+
+    field = frame.schema[value_col]
+    predicate = _inexact_values(field)
+    if predicate is None:
+        return
+    inexact = F.expr(predicate)
+    count = frame.agg(F.sum(inexact.cast("bigint"))).collect()[0][0]
+    if not count:
+        return
+    found = frame.filter(inexact).select(*ids, value_col).limit(5).collect()
+    rows = "\n".join(
+        "  " + ", ".join(f"{k}={v!r}" for k, v in row.asDict().items()) for row in found
+    )
+    what = f"{role} column {value_col!r} ({value_name})"
+    if type(field.dataType).__name__ == "DecimalType" and field.dataType.scale > 0:
+        msg = (
+            f"{what} has {count} {field.dataType.simpleString()} value(s) that float64 cannot "
+            "hold exactly (receval scores in float64, so distinct values would compare equal "
+            "and silently tie); round them to at most 15 significant digits, or cast the "
+            f"column to double if that is what you mean, first. First offending rows:\n{rows}"
+        )
+        raise InputError(msg)
+    fix = (
+        f"rescale them (subtract the smallest {value_name}, or use ranks) first. First "
+        f"offending rows:\n{rows}"
+    )
+    raise InputError(inexact_integers_message(what, int(count), fix))
 
 
 _POLARS_OF = {
@@ -637,6 +708,10 @@ def evaluate_spark_plan(
         id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
         t, r = _spark_ids(t, "truth", id_kinds), _spark_ids(r, "recs", id_kinds)
         t_empty, r_empty = _empty_like(t), _empty_like(r)
+    if has_relevance:
+        _check_exact_values(t, "truth", [user_col, item_col], rel_name, "relevance")
+    value_name = "rank" if spec.by_rank else "score"
+    _check_exact_values(r, "recs", [user_col, item_col], order_col, value_name)
     t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
@@ -688,12 +763,11 @@ def evaluate_spark_plan(
                 "__row", F.monotonically_increasing_id()
             )
         )
-    if not partitions:
-        partitions = _default_partitions(spark, t, r)
+    partitions = _shard_count(spark, t, r, partitions)
     shuffled = rows.repartition(partitions, "__u")
     columns = per_user_metrics(plan)
     _, ddl = _output_schema(user_type, len(columns))
-    threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    threads = _conf_int(spark, "spark.task.cpus", 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
     # metrics that may leave global states (their rows are read again): computed once
     global_rows = any(m.is_global() or m.spec.needs_train for m in plan)
@@ -715,18 +789,42 @@ ROWS_PER_SHARD = 2_000_000
 MIN_ROWS_PER_SHARD = 10_000
 
 
+def _shard_count(spark: Any, truth: Any, recs: Any, partitions: int | None) -> int:
+    """The user shards to run: ``partitions`` as given up to :func:`_most_partitions`;
+    beyond it, at most the number of users (a shard with no user is a task that does
+    nothing, and ``partitions=10**6`` would start a million of them), counted by one job over
+    the user columns; None: :func:`_default_partitions`. ``truth``, ``recs``: ``__u`` frames."""
+    if partitions is None:
+        return _default_partitions(spark, truth, recs)
+    if partitions <= _most_partitions(spark):
+        return partitions
+    users = truth.select("__u").unionByName(recs.select("__u")).distinct().count()
+    return max(1, min(partitions, int(users)))
+
+
 def _default_partitions(spark: Any, truth: Any, recs: Any) -> int:
     """About ``ROWS_PER_SHARD`` rows per shard, so a task's fixed cost (a Python worker, Arrow
     transfers) stays small next to its rows; at least one shard per core while shards keep
-    ``MIN_ROWS_PER_SHARD`` rows; at most ``spark.sql.shuffle.partitions`` or the cores.
+    ``MIN_ROWS_PER_SHARD`` rows; at most :func:`_most_partitions`.
 
     Counting reads the inputs once more: cheap for files, and why an input computed by a long
     pipeline is best cached (or ``partitions=`` given)."""
     rows = int(truth.count()) + int(recs.count())
-    cores = _cores(spark)
-    most = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200), cores)
-    wanted = max(-(-rows // ROWS_PER_SHARD), min(cores, rows // MIN_ROWS_PER_SHARD))
-    return max(1, min(most, wanted))
+    wanted = max(-(-rows // ROWS_PER_SHARD), min(_cores(spark), rows // MIN_ROWS_PER_SHARD))
+    return max(1, min(_most_partitions(spark), wanted))
+
+
+def _conf_int(spark: Any, key: str, default: int) -> int:
+    """A session setting that counts something, or ``default`` when it is unset or not an
+    integer >= 1 (Databricks sets ``spark.sql.shuffle.partitions`` to ``"auto"``)."""
+    text = str(spark.conf.get(key, str(default)) or default).strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else default
+
+
+def _most_partitions(spark: Any) -> int:
+    """The most shards the default picks: ``spark.sql.shuffle.partitions`` (200 unless set)
+    or the cores, whichever is larger."""
+    return max(_conf_int(spark, "spark.sql.shuffle.partitions", 200), _cores(spark))
 
 
 def _cores(spark: Any) -> int:
@@ -735,7 +833,7 @@ def _cores(spark: Any) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:  # Spark Connect: no SparkContext on the client
-        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
+        return _conf_int(spark, "spark.default.parallelism", 1)
 
 
 def _collect_polars(frame: Any) -> pl.DataFrame:
