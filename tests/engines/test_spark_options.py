@@ -278,3 +278,44 @@ def test_session_settings_that_are_not_integers_fall_back_to_defaults() -> None:
     zero = _Session({"spark.sql.shuffle.partitions": "0", "spark.default.parallelism": "-3"})
     assert receval.engines.spark._cores(zero) == 1
     assert receval.engines.spark._most_partitions(zero) == 200
+
+
+# ------------------------------------------------- Spark frames the engine cannot read (issue 8)
+
+
+def test_an_empty_spark_train_is_the_local_error(spark: Any) -> None:
+    """An empty train is refused as the local engine refuses it, whichever metric reads it:
+    never novelty -inf from an empty popularity, nor a silent recs_in_train of 0."""
+    truth, recs = spark.createDataFrame(TRUTH.to_arrow()), spark.createDataFrame(RECS.to_arrow())
+    with pytest.raises(InputError) as local:
+        receval.evaluate(TRUTH, RECS, ["novelty@2"], train=TRUTH.head(0))
+    for metrics in (["novelty@2"], ["ndcg@2"]):
+        with pytest.raises(InputError) as remote:
+            receval.evaluate(truth, recs, metrics, train=truth.limit(0))
+        assert str(remote.value) == str(local.value), metrics
+
+
+def test_ambiguous_spark_columns_are_an_input_error(spark: Any) -> None:
+    """Two columns under a name the engine reads (Spark compares names without case by
+    default) are InputError naming the input and the column, not Spark's AnalysisException
+    or Polars' DuplicateError; a duplicate the engine does not read is left alone."""
+    truth, recs = spark.createDataFrame(TRUTH.to_arrow()), spark.createDataFrame(RECS.to_arrow())
+    twice = recs.selectExpr("user", "item", "score", "score * 2 AS Score")
+    with pytest.raises(InputError) as info:
+        receval.evaluate(truth, twice, ["ndcg@2"])
+    assert str(info.value) == (
+        "recs has 2 columns named 'score' (columns found: ['user', 'item', 'score', 'Score']; "
+        "Spark compares names without case unless spark.sql.caseSensitive is true); "
+        "expected one: rename or drop the others first."
+    )
+    train = truth.selectExpr("user", "item", "relevance AS item")
+    with pytest.raises(InputError, match=r"^train has 2 columns named 'item' \(columns found"):
+        receval.evaluate(truth, recs, ["novelty@2"], train=train)
+    items = truth.selectExpr("item", "user AS item")
+    with pytest.raises(InputError, match=r"^items has 2 columns named 'item' \(columns found"):
+        receval.evaluate(truth, recs, ["coverage@2"], items=items)
+    unused = recs.selectExpr("user", "item", "score", "1 AS x", "2 AS x")
+    assert (
+        receval.evaluate(truth, unused, ["ndcg@2"]).means
+        == receval.evaluate(TRUTH, RECS, ["ndcg@2"]).means
+    )

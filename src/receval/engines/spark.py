@@ -360,6 +360,30 @@ def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
     return frame.withColumns(casts) if casts else frame
 
 
+def _check_unique_columns(frame: Any, role: str, used: list[str] | None = None) -> None:
+    """:class:`InputError` when a column that the engine reads (``used``) has more than one
+    column of the Spark frame under its name: Spark refuses the reference as ambiguous (an
+    ``AnalysisException``), comparing names without case unless ``spark.sql.caseSensitive``.
+    ``used`` None: a frame collected to Polars whole, which cannot hold two columns of one
+    name (case counts there), so every column is checked. A duplicate the engine does not read
+    is left alone: Spark never resolves it."""
+    columns = list(frame.columns)
+    fold = False
+    if used is not None:
+        conf = frame.sparkSession.conf.get("spark.sql.caseSensitive", "false")
+        fold = str(conf).strip().lower() != "true"
+    note = "; Spark compares names without case unless spark.sql.caseSensitive is true"
+    note = note if fold else ""
+    for name in columns if used is None else used:
+        same = [c for c in columns if (c.lower() == name.lower() if fold else c == name)]
+        if len(same) > 1:
+            msg = (
+                f"{role} has {len(same)} columns named {name!r} (columns found: {columns}"
+                f"{note}); expected one: rename or drop the others first."
+            )
+            raise InputError(msg)
+
+
 def _quoted(col: str) -> str:
     return "`" + col.replace("`", "``") + "`"
 
@@ -685,6 +709,8 @@ def evaluate_spark_plan(
         own = inputs.columns[role]
         cols = {"user_col": own[0], "item_col": own[1], "value_col": value_col}
         frame = _as_spark(spark, data, role, cols, inputs.formats[role])
+        sample = [options.sample_col] if role == "recs" and options.sample_col else []
+        _check_unique_columns(frame, role, [*own, value_col, *sample])
         read.append(_rename_spark(frame, role, own, (user_col, item_col)))
     t, r = read
     has_relevance = options.relevance_col is not None or rel_name in t.columns
@@ -988,6 +1014,7 @@ def _spark_sources(
 
     def items(data: Any) -> pl.DataFrame | None:
         if is_spark_frame(data):
+            _check_unique_columns(data, "items")
             data = _collect_polars(data)
         return B.read_items(data, user_col, item_col, kind, kinds, inputs)
 
@@ -1061,6 +1088,7 @@ def _spark_train(
     from pyspark.sql import functions as F
 
     check_train_columns(train.columns, user_col, item_col)
+    _check_unique_columns(train, "train", [user_col, item_col])
     kind = pl.String if item_type == pl.String else pl.Int64
     if kinds is not None and kinds != {"user": "auto", "item": "auto"}:
         ids = [user_col, item_col]
@@ -1072,9 +1100,14 @@ def _spark_train(
         train = _spark_ids(train, "train", {user_col: kinds["user"], item_col: kinds["item"]})
     if check_items:
         unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's check
-    nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
-    bad = nulls.limit(5).collect()
-    if bad:
+    # one job counts the rows and the null ids (the local reader refuses an empty train)
+    null = F.col(user_col).isNull() | F.col(item_col).isNull()
+    rows, nulls = train.agg(F.count(F.lit(1)), F.sum(null.cast("bigint"))).collect()[0]
+    if not rows:
+        msg = "train is empty (0 rows); expected at least one row."
+        raise InputError(msg)
+    if nulls:
+        bad = train.filter(null).limit(5).collect()
         shown = "\n".join(f"  {row.asDict()}" for row in bad)
         msg = f"train has null value(s) in {user_col!r} or {item_col!r}; expected none:\n{shown}"
         raise InputError(msg)
