@@ -319,3 +319,59 @@ def test_ambiguous_spark_columns_are_an_input_error(spark: Any) -> None:
         receval.evaluate(truth, unused, ["ndcg@2"]).means
         == receval.evaluate(TRUTH, RECS, ["ndcg@2"]).means
     )
+
+
+def _stand_ins(connect: bool) -> tuple[type, type]:
+    """A SparkSession class and a DataFrame class that the engine takes for pyspark's own,
+    classic or Spark Connect (only their modules, names and ``sparkSession`` are looked at
+    before the check under test)."""
+    where = "pyspark.sql.connect" if connect else "pyspark.sql"
+    session = type("SparkSession", (), {"__module__": f"{where}.session"})
+
+    def init(self: Any, owner: Any) -> None:
+        self.sparkSession = owner
+
+    frame = type("DataFrame", (), {"__module__": f"{where}.dataframe", "__init__": init})
+    return session, frame
+
+
+def test_inputs_of_spark_connect_and_classic_sessions_are_not_mixed() -> None:
+    """A Spark Connect DataFrame beside a classic one (or another Connect session's, or with
+    ``spark=`` of the other kind) is an InputError naming both inputs; pyspark would fail with
+    a bare AssertionError or "Argument `col` should be Column or str, got Column"."""
+    connect_session, connect_frame = _stand_ins(connect=True)
+    classic_session, classic_frame = _stand_ins(connect=False)
+    remote, local = connect_session(), classic_session()
+    one = "a Spark evaluation runs in one session: build every Spark input (and spark=) in it."
+    with pytest.raises(InputError) as info:
+        receval.evaluate(connect_frame(remote), classic_frame(local), ["ndcg@2"])
+    assert str(info.value) == (
+        "recs is a DataFrame of a classic SparkSession, but truth is one of a Spark Connect "
+        f"session; {one}"
+    )
+    with pytest.raises(InputError) as info:
+        receval.evaluate(connect_frame(remote), connect_frame(connect_session()), ["ndcg@2"])
+    assert str(info.value) == (
+        f"recs is a DataFrame of another Spark Connect session than truth's; {one}"
+    )
+    with pytest.raises(InputError) as info:
+        receval.evaluate(TRUTH, connect_frame(remote), ["ndcg@2"], train=classic_frame(local))
+    assert str(info.value).startswith("train is a DataFrame of a classic SparkSession, but recs")
+    with pytest.raises(InputError) as info:
+        receval.evaluate(connect_frame(remote), RECS, ["ndcg@2"], spark=local)
+    assert str(info.value) == (
+        "spark is a classic SparkSession, but truth is a DataFrame of a Spark Connect session; "
+        f"{one}"
+    )
+    with pytest.raises(InputError) as info:
+        receval.evaluate(connect_frame(remote), RECS, ["ndcg@2"], spark=connect_session())
+    assert str(info.value) == f"spark is another Spark Connect session than truth's; {one}"
+
+
+def test_frames_of_classic_sessions_of_one_spark_context_mix(spark: Any) -> None:
+    """Classic sessions share the process's SparkContext, so their frames combine."""
+    truth = spark.newSession().createDataFrame(TRUTH.to_arrow())
+    recs = spark.createDataFrame(RECS.to_arrow())
+    assert (
+        receval.evaluate(truth, recs, METRICS).means == receval.evaluate(TRUTH, RECS, METRICS).means
+    )

@@ -153,6 +153,43 @@ def _check_running(spark: Any, role: str | None = None) -> None:
         raise EngineError(msg)
 
 
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _check_one_session(frames: dict[str, Any], spark: Any) -> None:
+    """:class:`InputError` when the Spark DataFrames among ``frames`` (role -> input) and
+    ``spark`` mix Spark Connect with classic pyspark, or come from two Connect sessions: the
+    engine combines them (``unionByName``, joins) and pyspark would fail with a bare
+    ``AssertionError`` or a ``PySparkTypeError``. Classic sessions of one process share its
+    SparkContext, so their frames combine."""
+    owners = [(role, data.sparkSession) for role, data in frames.items() if is_spark_frame(data)]
+    one = "a Spark evaluation runs in one session: build every Spark input (and spark=) in it."
+
+    def kind(session: Any) -> str:
+        return "a Spark Connect session" if _is_connect(session) else "a classic SparkSession"
+
+    if not owners:
+        return
+    first, owner = owners[0]
+    for role, other in owners[1:]:
+        if _is_connect(other) != _is_connect(owner):
+            msg = (
+                f"{role} is a DataFrame of {kind(other)}, but {first} is one of "
+                f"{kind(owner)}; {one}"
+            )
+            raise InputError(msg)
+        if _is_connect(other) and other is not owner:
+            msg = f"{role} is a DataFrame of another Spark Connect session than {first}'s; {one}"
+            raise InputError(msg)
+    if _is_connect(spark) != _is_connect(owner):
+        msg = f"spark is {kind(spark)}, but {first} is a DataFrame of {kind(owner)}; {one}"
+        raise InputError(msg)
+    if _is_connect(spark) and spark is not owner:
+        msg = f"spark is another Spark Connect session than {first}'s; {one}"
+        raise InputError(msg)
+
+
 def session(master: str = "local[*]", **conf: str) -> Any:
     """A SparkSession: the active one, else a new one on ``master`` (``sc://...``: Spark
     Connect). Local workers run this Python (``PYSPARK_PYTHON``, when unset) and the UI is
@@ -697,6 +734,7 @@ def evaluate_spark_plan(
         else:
             spark = session()
     _check_running(spark)
+    _check_one_session(frames, spark)
     if id(spark) not in _checked:
         check_executors(spark)
         _checked.add(id(spark))
