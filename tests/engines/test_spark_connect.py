@@ -86,3 +86,55 @@ def test_spark_connect_equals_local_engine() -> None:
     )
     assert done.returncode == 0, done.stderr[-4000:]
     assert "CONNECT-OK" in done.stdout
+
+
+MIXED = textwrap.dedent(
+    """
+    import os, socket, sys, warnings
+    warnings.simplefilter("ignore")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    import polars as pl
+    from pyspark.sql import SparkSession
+    import receval
+
+    with socket.socket() as probe:  # a free port for the Connect server
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    classic = (
+        SparkSession.builder.master("local[1]")
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.port", str(port))
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    remote = SparkSession.builder.remote(f"sc://localhost:{port}").create()
+    truth = pl.DataFrame({"user": [1, 2], "item": [10, 20]})
+    recs = pl.DataFrame({"user": [1, 2], "item": [10, 20], "score": [0.5, 0.4]})
+    cases = [
+        ((remote.createDataFrame(truth.to_pandas()), classic.createDataFrame(recs.to_pandas())),
+         {}, "recs is a DataFrame of a classic SparkSession, but truth is one of a Spark Connect"),
+        ((classic.createDataFrame(truth.to_pandas()), recs), {"spark": remote},
+         "spark is a Spark Connect session, but truth is a DataFrame of a classic SparkSession"),
+    ]
+    for args, options, start in cases:
+        try:
+            receval.evaluate(*args, ["ndcg@2"], **options)
+        except receval.InputError as exc:
+            assert str(exc).startswith(start), exc
+        else:
+            raise AssertionError(start)
+    print("MIXED-OK")
+    """
+)
+
+
+def test_spark_connect_and_classic_frames_are_not_mixed() -> None:
+    """Frames of a Connect session beside a classic one's (one process, the classic session
+    serving Connect): an InputError, not pyspark's bare AssertionError or PySparkTypeError."""
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    done = subprocess.run(
+        [sys.executable, "-c", MIXED], check=False, capture_output=True, text=True, env=env,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "MIXED-OK" in done.stdout

@@ -41,9 +41,11 @@ from receval._errors import EngineError, InputError, MetricError, RecevalError, 
 from receval._version import __version__
 from receval.data.io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
+    FLOAT_EXACT,
     IdType,
     IdTypeArg,
     check_frame,
+    inexact_integers_message,
     not_integer_message,
     sort_by_user,
     unify_ids,
@@ -127,6 +129,65 @@ def check_spark_options(spark: Any, partitions: object, use_spark: bool = True) 
                 )
                 raise InputError(msg)
     return count
+
+
+def _is_stopped(spark: Any) -> bool:
+    """True for a session that ``spark.stop()`` has stopped: Spark Connect says so
+    (``is_stopped``); a classic session's SparkContext drops its Java context."""
+    if isinstance(getattr(type(spark), "is_stopped", None), property):  # Spark Connect
+        return bool(spark.is_stopped)
+    context = getattr(spark, "_sc", None)
+    return context is not None and getattr(context, "_jsc", None) is None
+
+
+def _check_running(spark: Any, role: str | None = None) -> None:
+    """:class:`EngineError` when ``spark`` (the session of input ``role``, when given) is
+    stopped: pyspark would fail with a bare ``AssertionError`` at the first job."""
+    if _is_stopped(spark):
+        of = f" of {role}" if role else ""
+        msg = (
+            f"the SparkSession{of} is stopped (spark.stop() was called); start a new one "
+            "(SparkSession.builder.getOrCreate(), or receval.engines.spark.session()) and "
+            f"build {'the DataFrames' if role else 'the inputs'} in it."
+        )
+        raise EngineError(msg)
+
+
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _check_one_session(frames: dict[str, Any], spark: Any) -> None:
+    """:class:`InputError` when the Spark DataFrames among ``frames`` (role -> input) and
+    ``spark`` mix Spark Connect with classic pyspark, or come from two Connect sessions: the
+    engine combines them (``unionByName``, joins) and pyspark would fail with a bare
+    ``AssertionError`` or a ``PySparkTypeError``. Classic sessions of one process share its
+    SparkContext, so their frames combine."""
+    owners = [(role, data.sparkSession) for role, data in frames.items() if is_spark_frame(data)]
+    one = "a Spark evaluation runs in one session: build every Spark input (and spark=) in it."
+
+    def kind(session: Any) -> str:
+        return "a Spark Connect session" if _is_connect(session) else "a classic SparkSession"
+
+    if not owners:
+        return
+    first, owner = owners[0]
+    for role, other in owners[1:]:
+        if _is_connect(other) != _is_connect(owner):
+            msg = (
+                f"{role} is a DataFrame of {kind(other)}, but {first} is one of "
+                f"{kind(owner)}; {one}"
+            )
+            raise InputError(msg)
+        if _is_connect(other) and other is not owner:
+            msg = f"{role} is a DataFrame of another Spark Connect session than {first}'s; {one}"
+            raise InputError(msg)
+    if _is_connect(spark) != _is_connect(owner):
+        msg = f"spark is {kind(spark)}, but {first} is a DataFrame of {kind(owner)}; {one}"
+        raise InputError(msg)
+    if _is_connect(spark) and spark is not owner:
+        msg = f"spark is another Spark Connect session than {first}'s; {one}"
+        raise InputError(msg)
 
 
 def session(master: str = "local[*]", **conf: str) -> Any:
@@ -319,8 +380,7 @@ def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
     if texts:
 
         def not_integer(col: str) -> Any:
-            quoted = "`" + col.replace("`", "``") + "`"
-            as_int = F.expr(f"try_cast({quoted} AS BIGINT)")
+            as_int = F.expr(f"try_cast({_quoted(col)} AS BIGINT)")
             value = F.col(col)
             return value.isNotNull() & (~value.rlike(_INTEGER_TEXT) | as_int.isNull())
 
@@ -335,6 +395,100 @@ def _spark_ids(frame: Any, role: str, kinds: dict[str, IdType]) -> Any:
                 )
                 raise InputError(not_integer_message(role, col, int(counts[j]), rows))
     return frame.withColumns(casts) if casts else frame
+
+
+def _check_unique_columns(frame: Any, role: str, used: list[str] | None = None) -> None:
+    """:class:`InputError` when a column that the engine reads (``used``) has more than one
+    column of the Spark frame under its name: Spark refuses the reference as ambiguous (an
+    ``AnalysisException``), comparing names without case unless ``spark.sql.caseSensitive``.
+    ``used`` None: a frame collected to Polars whole, which cannot hold two columns of one
+    name (case counts there), so every column is checked. A duplicate the engine does not read
+    is left alone: Spark never resolves it."""
+    columns = list(frame.columns)
+    fold = False
+    if used is not None:
+        conf = frame.sparkSession.conf.get("spark.sql.caseSensitive", "false")
+        fold = str(conf).strip().lower() != "true"
+    note = "; Spark compares names without case unless spark.sql.caseSensitive is true"
+    note = note if fold else ""
+    for name in columns if used is None else used:
+        same = [c for c in columns if (c.lower() == name.lower() if fold else c == name)]
+        if len(same) > 1:
+            msg = (
+                f"{role} has {len(same)} columns named {name!r} (columns found: {columns}"
+                f"{note}); expected one: rename or drop the others first."
+            )
+            raise InputError(msg)
+
+
+def _quoted(col: str) -> str:
+    return "`" + col.replace("`", "``") + "`"
+
+
+def _inexact_values(field: Any) -> str | None:
+    """A Spark SQL predicate true on the values of ``field`` that change when they become
+    float64 (the rule of :func:`~receval.data.layout.check_frame` and
+    :func:`~receval.arrays.classification.check_exact_scores`), or None for a type whose
+    values float64 always holds (doubles, floats, 32-bit integers, decimals of at most 15
+    digits).
+
+    A long beyond 2^53 must come back from float64 unchanged. A decimal whose value is an
+    integer in the long range is held to the same rule; any other decimal must come back
+    unchanged from Spark's cast to double and back to its own type (the shortest decimal
+    text of the double, rounded to the column's scale): so no two values that pass meet on
+    one double, while 0.1 passes though float64's 0.1 is not exactly a tenth."""
+    name = type(field.dataType).__name__
+    q = _quoted(field.name)
+    # Spark casts a double of 2^63 to the largest long (2^63 - 1), so that case is tested apart
+    back = f"(CAST({q} AS DOUBLE) < power(2, 63) AND try_cast(CAST({q} AS DOUBLE) AS BIGINT)"
+    if name == "LongType":
+        exact = f"coalesce({back} = {q}), false)"
+        return f"({q} > {FLOAT_EXACT} OR {q} < -{FLOAT_EXACT}) AND NOT {exact}"
+    if name != "DecimalType" or field.dataType.precision <= 15:
+        return None
+    own = f"DECIMAL({field.dataType.precision},{field.dataType.scale})"
+    as_long = f"try_cast({q} AS BIGINT)"
+    integral = f"{as_long} IS NOT NULL AND CAST({as_long} AS {own}) = {q}"
+    exact = f"coalesce({back} = {as_long}), false)"
+    round_trip = f"coalesce(try_cast(CAST({q} AS DOUBLE) AS {own}) = {q}, false)"
+    return f"{q} IS NOT NULL AND NOT (CASE WHEN {integral} THEN {exact} ELSE {round_trip} END)"
+
+
+def _check_exact_values(
+    frame: Any, role: Role, ids: list[str], value_col: str, value_name: str
+) -> None:
+    """Refuse values of ``value_col`` that float64 cannot hold (:func:`_inexact_values`), as
+    the local engine refuses them and with its message: one Spark aggregate counts them
+    (types that need it only: a long or a decimal of more than 15 digits), a second job shows
+    the first few."""
+    from pyspark.sql import functions as F
+
+    field = frame.schema[value_col]
+    predicate = _inexact_values(field)
+    if predicate is None:
+        return
+    inexact = F.expr(predicate)
+    count = frame.agg(F.sum(inexact.cast("bigint"))).collect()[0][0]
+    if not count:
+        return
+    found = frame.filter(inexact).select(*ids, value_col).limit(5).collect()
+    rows = "\n".join(
+        "  " + ", ".join(f"{k}={v!r}" for k, v in row.asDict().items()) for row in found
+    )
+    what = f"{role} column {value_col!r} ({value_name})"
+    if type(field.dataType).__name__ == "DecimalType" and field.dataType.scale > 0:
+        msg = (
+            f"{what} has {count} {field.dataType.simpleString()} value(s) that float64 cannot "
+            "hold exactly (receval scores in float64, so distinct values would compare equal "
+            "and silently tie); round them to at most 15 significant digits, or cast the "
+            f"column to double if that is what you mean, first. First offending rows:\n{rows}"
+        )
+        raise InputError(msg)
+    fix = (
+        f"rescale them (subtract the smallest {value_name}, or use ranks) first. First "
+        f"offending rows:\n{rows}"
+    )
+    raise InputError(inexact_integers_message(what, int(count), fix))
 
 
 _POLARS_OF = {
@@ -568,6 +722,10 @@ def evaluate_spark_plan(
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
+    frames = {"truth": truth, "recs": recs, "train": options.train, "items": options.items}
+    for role, data in frames.items():
+        if is_spark_frame(data):
+            _check_running(data.sparkSession, role)
     if spark is None:
         for data in (recs, truth):
             if is_spark_frame(data):
@@ -575,6 +733,8 @@ def evaluate_spark_plan(
                 break
         else:
             spark = session()
+    _check_running(spark)
+    _check_one_session(frames, spark)
     if id(spark) not in _checked:
         check_executors(spark)
         _checked.add(id(spark))
@@ -587,6 +747,8 @@ def evaluate_spark_plan(
         own = inputs.columns[role]
         cols = {"user_col": own[0], "item_col": own[1], "value_col": value_col}
         frame = _as_spark(spark, data, role, cols, inputs.formats[role])
+        sample = [options.sample_col] if role == "recs" and options.sample_col else []
+        _check_unique_columns(frame, role, [*own, value_col, *sample])
         read.append(_rename_spark(frame, role, own, (user_col, item_col)))
     t, r = read
     has_relevance = options.relevance_col is not None or rel_name in t.columns
@@ -610,6 +772,10 @@ def evaluate_spark_plan(
         id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
         t, r = _spark_ids(t, "truth", id_kinds), _spark_ids(r, "recs", id_kinds)
         t_empty, r_empty = _empty_like(t), _empty_like(r)
+    if has_relevance:
+        _check_exact_values(t, "truth", [user_col, item_col], rel_name, "relevance")
+    value_name = "rank" if spec.by_rank else "score"
+    _check_exact_values(r, "recs", [user_col, item_col], order_col, value_name)
     t_empty, r_empty = unify_ids(t_empty, r_empty, user_col, "user")
     t_empty, r_empty = unify_ids(t_empty, r_empty, item_col, "item")
     user_type = t_empty.schema[user_col]
@@ -661,12 +827,11 @@ def evaluate_spark_plan(
                 "__row", F.monotonically_increasing_id()
             )
         )
-    if not partitions:
-        partitions = _default_partitions(spark, t, r)
+    partitions = _shard_count(spark, t, r, partitions)
     shuffled = rows.repartition(partitions, "__u")
     columns = per_user_metrics(plan)
     _, ddl = _output_schema(user_type, len(columns))
-    threads = int(spark.conf.get("spark.task.cpus", "1") or 1)
+    threads = _conf_int(spark, "spark.task.cpus", 1)
     out = shuffled.mapInArrow(_shard_task(spec, user_type, len(columns), threads), ddl)
     # metrics that may leave global states (their rows are read again): computed once
     global_rows = any(m.is_global() or m.spec.needs_train for m in plan)
@@ -688,18 +853,42 @@ ROWS_PER_SHARD = 2_000_000
 MIN_ROWS_PER_SHARD = 10_000
 
 
+def _shard_count(spark: Any, truth: Any, recs: Any, partitions: int | None) -> int:
+    """The user shards to run: ``partitions`` as given up to :func:`_most_partitions`;
+    beyond it, at most the number of users (a shard with no user is a task that does
+    nothing, and ``partitions=10**6`` would start a million of them), counted by one job over
+    the user columns; None: :func:`_default_partitions`. ``truth``, ``recs``: ``__u`` frames."""
+    if partitions is None:
+        return _default_partitions(spark, truth, recs)
+    if partitions <= _most_partitions(spark):
+        return partitions
+    users = truth.select("__u").unionByName(recs.select("__u")).distinct().count()
+    return max(1, min(partitions, int(users)))
+
+
 def _default_partitions(spark: Any, truth: Any, recs: Any) -> int:
     """About ``ROWS_PER_SHARD`` rows per shard, so a task's fixed cost (a Python worker, Arrow
     transfers) stays small next to its rows; at least one shard per core while shards keep
-    ``MIN_ROWS_PER_SHARD`` rows; at most ``spark.sql.shuffle.partitions`` or the cores.
+    ``MIN_ROWS_PER_SHARD`` rows; at most :func:`_most_partitions`.
 
     Counting reads the inputs once more: cheap for files, and why an input computed by a long
     pipeline is best cached (or ``partitions=`` given)."""
     rows = int(truth.count()) + int(recs.count())
-    cores = _cores(spark)
-    most = max(int(spark.conf.get("spark.sql.shuffle.partitions", "200") or 200), cores)
-    wanted = max(-(-rows // ROWS_PER_SHARD), min(cores, rows // MIN_ROWS_PER_SHARD))
-    return max(1, min(most, wanted))
+    wanted = max(-(-rows // ROWS_PER_SHARD), min(_cores(spark), rows // MIN_ROWS_PER_SHARD))
+    return max(1, min(_most_partitions(spark), wanted))
+
+
+def _conf_int(spark: Any, key: str, default: int) -> int:
+    """A session setting that counts something, or ``default`` when it is unset or not an
+    integer >= 1 (Databricks sets ``spark.sql.shuffle.partitions`` to ``"auto"``)."""
+    text = str(spark.conf.get(key, str(default)) or default).strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else default
+
+
+def _most_partitions(spark: Any) -> int:
+    """The most shards the default picks: ``spark.sql.shuffle.partitions`` (200 unless set)
+    or the cores, whichever is larger."""
+    return max(_conf_int(spark, "spark.sql.shuffle.partitions", 200), _cores(spark))
 
 
 def _cores(spark: Any) -> int:
@@ -708,7 +897,7 @@ def _cores(spark: Any) -> int:
     try:
         return max(1, int(spark.sparkContext.defaultParallelism))
     except Exception:  # Spark Connect: no SparkContext on the client
-        return max(1, int(spark.conf.get("spark.default.parallelism", "1") or 1))
+        return _conf_int(spark, "spark.default.parallelism", 1)
 
 
 def _collect_polars(frame: Any) -> pl.DataFrame:
@@ -863,6 +1052,7 @@ def _spark_sources(
 
     def items(data: Any) -> pl.DataFrame | None:
         if is_spark_frame(data):
+            _check_unique_columns(data, "items")
             data = _collect_polars(data)
         return B.read_items(data, user_col, item_col, kind, kinds, inputs)
 
@@ -936,6 +1126,7 @@ def _spark_train(
     from pyspark.sql import functions as F
 
     check_train_columns(train.columns, user_col, item_col)
+    _check_unique_columns(train, "train", [user_col, item_col])
     kind = pl.String if item_type == pl.String else pl.Int64
     if kinds is not None and kinds != {"user": "auto", "item": "auto"}:
         ids = [user_col, item_col]
@@ -947,9 +1138,14 @@ def _spark_train(
         train = _spark_ids(train, "train", {user_col: kinds["user"], item_col: kinds["item"]})
     if check_items:
         unify_items(_empty_like(train), "train", item_col, kind)  # the local engine's check
-    nulls = train.filter(F.col(user_col).isNull() | F.col(item_col).isNull())
-    bad = nulls.limit(5).collect()
-    if bad:
+    # one job counts the rows and the null ids (the local reader refuses an empty train)
+    null = F.col(user_col).isNull() | F.col(item_col).isNull()
+    rows, nulls = train.agg(F.count(F.lit(1)), F.sum(null.cast("bigint"))).collect()[0]
+    if not rows:
+        msg = "train is empty (0 rows); expected at least one row."
+        raise InputError(msg)
+    if nulls:
+        bad = train.filter(null).limit(5).collect()
         shown = "\n".join(f"  {row.asDict()}" for row in bad)
         msg = f"train has null value(s) in {user_col!r} or {item_col!r}; expected none:\n{shown}"
         raise InputError(msg)
