@@ -13,8 +13,10 @@ equals :func:`receval.evaluate`'s on all the rows, bit for bit.
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -279,15 +281,45 @@ class Evaluator:
         # False when the caller cuts the users itself (engine="stream": hashed users), so
         # that no block can repeat a user and the users need not be kept
         self._check_users = True
+        self._digests: dict[tuple[str, str], str | None] = {}  # (train|items, kind) -> digest
+        # update() from several threads: the state is read and merged under this lock, the
+        # block's evaluation (the kernels) runs outside it
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state to pickle or deep-copy: everything but the lock."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------------------ update
 
     def update(self, truth: Any, recs: Any) -> None:
         """Evaluate one block: ``truth`` and ``recs`` (any source :func:`receval.evaluate`
         takes) holding every row of their users."""
-        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        user_col = self._inputs.user_col
         t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
         r = self._inputs.read(recs, "recs", self._order_col)
+        with self._lock:  # the users and the first block's context: checked and set at once
+            prepared = self._admit(t, r, user_col)
+        if prepared is None:
+            return
+        block_spec, t, r = prepared
+        out = run_shard(block_spec, t, r)  # outside the lock: blocks evaluate in parallel
+        with self._lock:
+            self._absorb(out, block_spec.context, t, r)
+
+    def _admit(
+        self, t: pl.DataFrame, r: pl.DataFrame, user_col: str
+    ) -> tuple[ShardSpec, pl.DataFrame, pl.DataFrame] | None:
+        """A block's rows typed, its users checked and remembered, and the spec it is
+        evaluated with (None: nothing to evaluate); called under the lock."""
+        item_col = self._inputs.item_col
         t, r = self._typed(t, r)
         if self._carry is not None:
             t = pl.concat([self._carry[0], t], how="vertical_relaxed")
@@ -296,7 +328,7 @@ class Evaluator:
         if self._sorted:
             t, r = self._hold_last_user(t, r, user_col)
         if t.height == 0 and r.height == 0:
-            return
+            return None
         if self._check_users:
             block = _concat_ids([t[user_col], r[user_col]]).unique()
             self._check_new_users(block, ordered=self._sorted)
@@ -310,9 +342,7 @@ class Evaluator:
             if self._train is not None:
                 ids.append(self._train[item_col])
             context = replace(context, catalog=pl.concat(ids).unique().sort())
-        block_spec = replace(self._spec, context=context)
-        out = run_shard(block_spec, t, r)
-        self._absorb(out, context, t, r)
+        return replace(self._spec, context=context), t, r
 
     def update_scores(
         self,
@@ -415,7 +445,7 @@ class Evaluator:
             self._spec = replace(self._spec, has_relevance=has)
             self._merger.spec = self._spec
             if not has:
-                warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=4)
+                warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=5)
         elif has != self._has_relevance:
             msg = (
                 f"truth blocks disagree on the relevance column {rel!r}: the first block "
@@ -549,22 +579,38 @@ class Evaluator:
     def merge(self, other: Evaluator) -> Evaluator:
         """Add the blocks ``other`` has seen (disjoint users, the same request); returns self.
 
-        Evaluators filled in other processes merge too (they pickle)."""
+        The request is the metrics, the options and the data of ``train`` and ``items``
+        (compared by content: another table with the same rows merges). Evaluators filled
+        in other processes merge too (they pickle)."""
         if not isinstance(other, Evaluator):
             msg = f"merge takes an Evaluator; got {type(other).__name__}."
             raise InputError(msg)
-        if self._signature() != other._signature():
+        if other is self:
+            msg = "an Evaluator cannot merge with itself (its users would be counted twice)."
+            raise InputError(msg)
+        first, second = sorted((self, other), key=id)  # one lock order: no deadlock
+        with first._lock, second._lock:
+            return self._merge(other)
+
+    def _merge(self, other: Evaluator) -> Evaluator:
+        """:meth:`merge`, both locks held."""
+        mine, theirs = self._signature(), other._signature()
+        differ = [name for name in mine if mine[name] != theirs[name]]
+        if differ:
             msg = (
-                "these evaluators differ in their metrics or options; only evaluators made "
-                "with the same arguments merge."
+                f"these evaluators differ in {', '.join(differ)}; only evaluators made with "
+                "the same arguments merge."
             )
             raise InputError(msg)
         for ev in (self, other):
             ev._flush()
+        if other._blocks == 0 and self._blocks == 0:
+            return self
+        self._same_data(other)
         if other._blocks == 0:
             return self
         if self._blocks == 0:
-            self.__dict__.update(copy.deepcopy(other.__dict__))
+            self.__dict__.update(copy.deepcopy(other.__getstate__()))
             return self
         if self._has_relevance != other._has_relevance:
             msg = "these evaluators saw truth blocks with and without a relevance column."
@@ -579,16 +625,73 @@ class Evaluator:
         self._blocks += other._blocks
         return self
 
-    def _signature(self) -> tuple[Any, ...]:
+    def _same_data(self, other: Evaluator) -> None:
+        """Raise unless both evaluators have the same ``train`` and ``items`` rows (their
+        merged exposure and catalog would hold both, a result ``evaluate`` gives for
+        neither)."""
+        started = self if self._kind is not None else other
+        assert started._kind is not None
+        kind = started._kind
+        for role in ("train", "items"):
+            mine, theirs = self._digest(role, kind), other._digest(role, kind)
+            if mine != theirs:
+                msg = (
+                    f"these evaluators were made with different {role} (this one: "
+                    f"{'a table' if mine else 'none'}, the other: "
+                    f"{'a table' if theirs else 'none'}"
+                    f"{' with other rows' if mine and theirs else ''}); only evaluators made "
+                    f"with the same {role} merge."
+                )
+                raise InputError(msg)
+
+    def _digest(self, role: Literal["train", "items"], kind: type[pl.DataType]) -> str | None:
+        """A digest of the distinct rows of ``train`` or ``items`` as read with item ids of
+        ``kind`` (None when not given); computed once per kind."""
+        key = (role, str(kind))
+        if key not in self._digests:
+            raw = self._options.train if role == "train" else self._options.items
+            if raw is None:
+                self._digests[key] = None
+            else:
+                frame = self._read_side(role, raw, kind)
+                rows = frame.unique().hash_rows(seed=0)
+                digest = hashlib.sha256(rows.sort().to_numpy().tobytes())
+                digest.update(str(frame.columns).encode())
+                self._digests[key] = digest.hexdigest()
+        return self._digests[key]
+
+    def _read_side(self, role: str, raw: Any, kind: type[pl.DataType]) -> pl.DataFrame:
+        """``train`` (distinct pairs) or ``items`` (the table) as the first block reads it."""
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        if role == "train":
+            if self._train is not None and self._kind == kind:
+                return self._train
+            frame = B.read_train(
+                raw, user_col, item_col, kind, self._kinds, inputs=self._inputs, unify=True
+            )
+        else:
+            context = self._context
+            if context is not None and context.items is not None and self._kind == kind:
+                return context.items  # type: ignore[no-any-return]
+            frame = B.read_items(raw, user_col, item_col, kind, self._kinds, self._inputs)
+        assert frame is not None
+        return frame
+
+    def _signature(self) -> dict[str, Any]:
+        """The request, by argument name: what two evaluators must share to merge."""
         spec = self._spec
         opts = self._options
-        return (
-            spec.metrics, spec.user_col, spec.item_col, spec.order_col, spec.by_rank,
-            spec.relevance_col, spec.ties, spec.threshold, spec.no_recs, self._kinds,
-            opts.rating_range, opts.train is None, opts.items is None,
-            opts.item_features if isinstance(opts.item_features, str | list | None)
-            else id(opts.item_features),
-        )  # fmt: skip
+        features = opts.item_features
+        return {
+            "metrics": spec.metrics, "user_col": spec.user_col, "item_col": spec.item_col,
+            "score_col/rank_col": (spec.order_col, spec.by_rank),
+            "relevance_col": spec.relevance_col, "ties": spec.ties,
+            "relevance_threshold": spec.threshold, "no_recs": spec.no_recs,
+            "id_type": self._kinds, "rating_range": opts.rating_range,
+            "train": opts.train is None, "items": opts.items is None,
+            "item_features": features if isinstance(features, str | list | None)
+            else id(features),
+        }  # fmt: skip
 
     def _flush(self) -> None:
         """Evaluate the held-back rows of the last user (sorted blocks)."""
@@ -608,6 +711,11 @@ class Evaluator:
     def compute(self) -> Result:
         """The Result of every block so far. More blocks may follow (with ``sorted_by_user``,
         the held-back last user is evaluated now: later blocks must start after it)."""
+        with self._lock:  # no block merges while the result is read
+            return self._compute()
+
+    def _compute(self) -> Result:
+        """:meth:`compute`, the lock held."""
         self._flush()
         if self._blocks == 0:
             msg = "no block was evaluated: call update(truth, recs) with at least one row first."
@@ -656,6 +764,10 @@ class Evaluator:
 
     def state_bytes(self) -> int:
         """An estimate of the memory the state holds (per-user frames and global states)."""
+        with self._lock:
+            return self._state_bytes()
+
+    def _state_bytes(self) -> int:
         size = sum(f.estimated_size() for f in self._frames)
         size += sum(u.estimated_size() for u in self._users)
         size += sum(i.estimated_size() for i in self._items)
