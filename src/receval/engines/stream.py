@@ -1021,6 +1021,7 @@ def _lazy(data: Any, role: Role, inputs: Inputs, value_col: str) -> tuple[pl.Laz
         fmt = format_of(path, role, inputs.formats[role])
         lf: pl.LazyFrame | None = None
         if fmt == "parquet":
+            _check_parquet(path, role)
             lf = pl.scan_parquet(path)
         elif fmt in ("csv", "tsv"):  # every column as text, as the in-memory reader does
             sep = "\t" if fmt == "tsv" else ","
@@ -1039,6 +1040,23 @@ def _lazy(data: Any, role: Role, inputs: Inputs, value_col: str) -> tuple[pl.Laz
     if isinstance(data, pl.LazyFrame):
         return data.rename({user: canonical[0], item: canonical[1]}, strict=False), True
     return inputs.read(data, role, value_col).lazy(), False
+
+
+def _check_parquet(path: Path, role: Role) -> None:
+    """Raise :class:`InputError` naming the file when ``path`` is not a Parquet file that can
+    be read (0 bytes, cut short, not Parquet at all): its footer and row-group metadata are
+    read here, before any pass over the rows."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+        meta.row_group(meta.num_row_groups - 1) if meta.num_row_groups else None
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        size = path.stat().st_size
+        msg = (
+            f"{role} file {str(path)!r} ({size} bytes) is not a readable Parquet file "
+            f"({first}); expected a complete Parquet file (was it cut short while written?)."
+        )
+        raise InputError(msg) from None
 
 
 def _bucket_key(t_type: pl.DataType, r_type: pl.DataType, user_col: str, kind: str) -> pl.Expr:
@@ -1094,7 +1112,10 @@ def evaluate_stream(
         item_col, sides = inputs.item_col, []
         pairs: tuple[tuple[pl.LazyFrame, Role], ...] = ((t_lf, "truth"), (r_lf, "recs"))
         for lf, role in pairs:
-            distinct = lf.select(pl.col(item_col).unique()).collect(engine="streaming")
+            try:
+                distinct = lf.select(pl.col(item_col).unique()).collect(engine="streaming")
+            except (pl.exceptions.ComputeError, OSError, pa.ArrowException) as exc:
+                raise _unreadable(role, truth if role == "truth" else recs, exc) from None
             distinct = cast_ids(distinct, role, {item_col: kinds["item"]})
             sides.append(distinct[item_col].drop_nulls().cast(kind))
         return pl.concat(sides)
@@ -1107,11 +1128,20 @@ def evaluate_stream(
         return ev
 
     t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
-    for schema, role in ((t_schema, "truth"), (r_schema, "recs")):
-        if user_col not in schema:
-            msg = f"{role} is missing column {user_col!r} (columns found: {schema.names()})."
-            raise InputError(msg)
-    rows = sum(int(lf.select(pl.len()).collect().item()) for lf in (t_lf, r_lf))
+    for schema, role, path in ((t_schema, "truth", truth), (r_schema, "recs", recs)):
+        for col in (user_col, inputs.item_col):
+            if col not in schema:
+                where = f" file {str(path)!r}" if isinstance(path, str | os.PathLike) else ""
+                msg = (
+                    f"{role}{where} is missing column {col!r} (columns found: "
+                    f"{schema.names()}); name the column with user_col= / item_col= or "
+                    "columns=."
+                )
+                raise InputError(msg)
+    rows = sum(
+        _collected(lf.select(pl.len()), role, data).item()
+        for lf, role, data in ((t_lf, "truth", truth), (r_lf, "recs", recs))
+    )
     n_blocks = max(1, -(-rows * _BYTES_PER_ROW // block_bytes))
     half = max(1, block_bytes // _BYTES_PER_ROW // 2)  # rows each sorted side buffers
     sides = _sorted_sides(
@@ -1131,7 +1161,9 @@ def evaluate_stream(
             pass  # the partition pass reads it (and its checks name what is wrong)
     ev = evaluator()
     if n_blocks == 1 or not (t_file or r_file):
-        for t, r in _whole(t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"]):
+        for t, r in _whole(
+            t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"], (truth, recs)
+        ):
             ev.update(t, r)
         return ev.compute()
     key = _bucket_key(t_schema[user_col], r_schema[user_col], user_col, kinds["user"])
@@ -1223,6 +1255,7 @@ class _SortedSide:
         key: pl.Expr, batch_rows: int,
     ) -> None:  # fmt: skip
         self.role = role
+        self.path = path
         self.user_col = user_col
         self.renames = renames
         self.schema = schema
@@ -1239,7 +1272,10 @@ class _SortedSide:
         """Read until the buffer holds ``target`` rows and more than one user (or the file
         ends): then the rows below its last user are whole users."""
         while not self.done and (self.rows < target or self.first == self.last):
-            batch = next(self.batches, None)
+            try:
+                batch = next(self.batches, None)
+            except (OSError, pa.ArrowException) as exc:
+                raise _unreadable(self.role, self.path, exc) from None
             if batch is None:
                 self.done = True
                 return
@@ -1367,6 +1403,22 @@ def _sorted_blocks(
             yield t_rows, r_rows
 
 
+def _unreadable(role: str, data: Any, exc: BaseException) -> InputError:
+    """The error for rows of ``role`` that could not be read (a damaged file)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = f" file {str(data)!r}" if isinstance(data, str | os.PathLike) else ""
+    msg = f"{role}{where} could not be read ({first}); expected a complete, valid file."
+    return InputError(msg)
+
+
+def _collected(lf: pl.LazyFrame, role: str, data: Any) -> pl.DataFrame:
+    """``lf`` read whole; a damaged file an :class:`InputError` naming it."""
+    try:
+        return lf.collect()
+    except (pl.exceptions.ComputeError, OSError, pa.ArrowException) as exc:
+        raise _unreadable(role, data, exc) from None
+
+
 def _read_block(folder: Path, schema: pl.Schema) -> pl.DataFrame:
     """One block's rows (its files in write order), or no row."""
     files = sorted(folder.glob("*.parquet"))
@@ -1383,9 +1435,10 @@ def _whole(
     t_schema: pl.Schema,
     r_schema: pl.Schema,
     kind: str,
+    files: tuple[Any, Any] = (None, None),
 ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Inputs held in memory (or small): cut by hashed user into ``n_blocks`` blocks."""
-    t, r = t_lf.collect(), r_lf.collect()
+    t, r = _collected(t_lf, "truth", files[0]), _collected(r_lf, "recs", files[1])
     if n_blocks == 1:
         yield t, r
         return
