@@ -202,3 +202,14 @@ def test_torch_half_scores_are_widened(dtype: str) -> None:
     with pytest.raises(InputError, match="scores must be real numbers; got a torch tensor"):
         _one(torch.ones((2, 3), dtype=torch.complex64))
     assert _one(torch.tensor([[3, 2, 1], [1, 2, 3]])) == _one(np.array([[3, 2, 1], [1, 2, 3]]))
+
+
+def test_update_with_text_and_integer_item_ids_raises_input_error() -> None:
+    """Found by the generated suite: a Polars cast error while building the block's catalog."""
+    ev = receval.Evaluator(["recall@2"])
+    with pytest.raises(InputError, match="item ids of truth and recs have different types"):
+        ev.update({0: {"a": 1}}, {0: {0: 0.5}})
+    ev = receval.Evaluator(["recall@2"])
+    ev.update({1: {1: 1}}, {1: {1: 0.5}})
+    with pytest.raises(InputError, match="item ids of this block are String"):
+        ev.update({2: {"a": 1}}, {2: {"b": 0.5}})

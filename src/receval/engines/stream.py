@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from receval._errors import InputError
 from receval.arrays.classification import check_exact_scores
 from receval.data.io import Inputs, Role, check_exists, format_of
-from receval.data.layout import IdTypeArg, cast_ids
+from receval.data.layout import IdTypeArg, cast_ids, unify_ids
 from receval.engines.shard import (
     Merger,
     ShardOutput,
@@ -503,9 +503,23 @@ class Evaluator:
         if self._check_users:
             block = _concat_ids([t[user_col], r[user_col]]).unique()
             self._check_new_users(block, ordered=self._sorted)
+        if t.height and r.height and item_col in t.columns and item_col in r.columns:
+            t, r = unify_ids(t, r, item_col, "item")  # integers beside text raise
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
+        for side in (t, r):
+            dtype = side.schema.get(item_col)
+            if (
+                side.height
+                and dtype is not None
+                and (dtype == pl.String) != (self._kind == pl.String)
+            ):
+                msg = (
+                    f"item ids of this block are {dtype}, those of the first block "
+                    f"{self._kind}; give every block the same id type (or pass id_type)."
+                )
+                raise InputError(msg)
         context = self._context
         if context.items is None and context.catalog is None:
             # the block's catalog: its items (+ train's); codes -> ids
