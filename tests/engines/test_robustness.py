@@ -303,3 +303,128 @@ def test_command_line_never_shows_a_traceback(
     got = json.loads(result.stdout)["metrics"]
     want = {k: (None if math.isnan(v) else v) for k, v in canonical.means.items()}
     assert got == want
+
+
+# ------------------------------------------------------------------------- Evaluator (generated)
+# update / update_scores / merge / compute with drawn good and bad inputs (issue 29, item 8):
+# each call returns or raises a RecevalError, never another exception, and a Result computed
+# from what was accepted keeps each mean the mean of its own per-user values.
+
+EV_METRICS = ["recall@2", "ndcg@3", "precision@1"]
+EV_SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+EV_ID = st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"]))
+
+
+@st.composite
+def ev_scores(draw: Any, n_rows: int, n_cols: int) -> Any:
+    """A score matrix: mostly good floats or integers, sometimes a bad kind or shape."""
+    kind = draw(
+        st.sampled_from(
+            ["float", "float", "int", "float32", "huge_int", "complex", "text", "bool", "nan",
+             "longdouble", "object", "ragged", "scalar", "torch_half"]
+        )
+    )  # fmt: skip
+    base = np.array(
+        draw(st.lists(st.integers(-3, 3), min_size=n_rows * n_cols, max_size=n_rows * n_cols)),
+        dtype=np.int64,
+    ).reshape(n_rows, n_cols)
+    if kind == "float":
+        return base.astype(np.float64) / 2
+    if kind == "int":
+        return base
+    if kind == "float32":
+        return base.astype(np.float32)
+    if kind == "huge_int":
+        return base + 2**60 + 1
+    if kind == "complex":
+        return base.astype(complex)
+    if kind == "text":
+        return base.astype(str)
+    if kind == "bool":
+        return base > 0
+    if kind == "nan":
+        out = base.astype(np.float64)
+        out.flat[0] = np.nan
+        return out
+    if kind == "longdouble":
+        return base.astype(np.longdouble) + np.longdouble(2) ** -70
+    if kind == "object":
+        return base.astype(object)
+    if kind == "ragged":
+        return [list(range(n_cols)), list(range(n_cols + 1))]
+    if kind == "torch_half":
+        torch = pytest.importorskip("torch")
+        return torch.from_numpy(base.astype(np.float32)).half()
+    return 3.0
+
+
+@st.composite
+def ev_ops(draw: Any) -> list[tuple[Any, ...]]:
+    ops: list[tuple[Any, ...]] = []
+    for _ in range(draw(st.integers(1, 4))):
+        what = draw(st.sampled_from(["update", "update_scores", "update_scores", "merge"]))
+        if what == "update":
+            users = draw(st.lists(EV_ID, min_size=0, max_size=3))
+            truth = {u: {draw(EV_ID): draw(st.sampled_from([0, 1, 2]))} for u in users}
+            recs = {u: {draw(EV_ID): draw(st.floats(-1, 1)) for _ in range(2)} for u in users}
+            ops.append(("update", truth, recs))
+        elif what == "update_scores":
+            users = draw(
+                st.one_of(
+                    st.lists(st.integers(0, 9), min_size=1, max_size=3),
+                    st.lists(EV_ID, min_size=1, max_size=3),
+                    st.just([0.5, 1.5]),
+                )
+            )
+            n_cols = draw(st.integers(1, 4))
+            scores = draw(ev_scores(len(users), n_cols))
+            truth = {u: {draw(st.integers(0, n_cols)): 1} for u in users[:2]}
+            exclude = draw(
+                st.sampled_from([None, {u: [0] for u in users}, {users[0]: 5}, "nowhere.csv"])
+            )
+            item_ids = draw(st.sampled_from([None, list(range(n_cols)), ["x"] * n_cols]))
+            k = draw(st.sampled_from([None, "all", 1, 0, "three", 10**9]))
+            ops.append(("update_scores", users, scores, truth, exclude, item_ids, k))
+        else:
+            users = draw(st.lists(st.integers(10, 14), min_size=1, max_size=2, unique=True))
+            train = draw(st.sampled_from([None, pl.DataFrame({"user": [10], "item": [1]})]))
+            ops.append(("merge", {u: {1: 1} for u in users}, {u: {1: 0.5} for u in users}, train))
+    return ops
+
+
+@EV_SETTINGS
+@given(ops=ev_ops())
+def test_evaluator_returns_or_raises_receval_errors(ops: list[tuple[Any, ...]]) -> None:
+    ev = receval.Evaluator(EV_METRICS)
+    accepted = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for op in ops:
+            try:
+                if op[0] == "update":
+                    ev.update(op[1], op[2])
+                elif op[0] == "update_scores":
+                    _, users, scores, truth, exclude, item_ids, k = op
+                    ev.update_scores(users, scores, truth, exclude=exclude, item_ids=item_ids, k=k)
+                else:
+                    other = receval.Evaluator(EV_METRICS, train=op[3])
+                    other.update(op[1], op[2])
+                    ev.merge(other)
+                accepted += 1
+                event(f"accepted {op[0]}")
+            except receval.RecevalError as exc:
+                event(f"refused {op[0]}: {type(exc).__name__}")
+        try:
+            res = ev.compute()
+        except receval.RecevalError:
+            event("compute refused")
+            return
+    for name in EV_METRICS:
+        column = res.per_user[name].drop_nulls().drop_nans()
+        if column.len():
+            assert res[name] == pytest.approx(column.mean(), rel=1e-12, abs=1e-15)
+    assert ev.compute() == res  # computing again changes nothing

@@ -13,8 +13,11 @@ equals :func:`receval.evaluate`'s on all the rows, bit for bit.
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import tempfile
+import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -26,8 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from receval._errors import InputError
+from receval.arrays.classification import check_exact_scores
 from receval.data.io import Inputs, Role, check_exists, format_of
-from receval.data.layout import IdTypeArg, cast_ids
+from receval.data.layout import IdTypeArg, cast_ids, unify_ids
 from receval.engines.shard import (
     Merger,
     ShardOutput,
@@ -54,6 +58,88 @@ _SHOW = 5
 SortedArg = bool | Literal["auto"]
 
 
+def _batch_ids(values: Any, name: str) -> pl.Series:
+    """One batch's ids (``users`` or ``item_ids``): distinct integers or text, one dimension
+    (a torch tensor is copied to the host)."""
+    try:
+        arr = _as_numpy(values).reshape(-1)
+        ids = pl.Series(name, arr.tolist() if arr.dtype == object else arr)
+    except (TypeError, ValueError, RuntimeError, OverflowError, pl.exceptions.PolarsError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"{name} must be integer or text ids; could not read them ({first})."
+        raise InputError(msg) from None
+    if not (ids.dtype.is_integer() or ids.dtype == pl.String):
+        msg = f"{name} must be integer or text ids; got {ids.dtype} ({ids.head(_SHOW).to_list()})."
+        raise InputError(msg)
+    if ids.null_count():
+        msg = f"{name} holds {ids.null_count()} missing id(s); expected one id per row."
+        raise InputError(msg)
+    repeated = ids.filter(ids.is_duplicated()).unique(maintain_order=True)
+    if repeated.len():
+        msg = (
+            f"{name} must be distinct (one row or column each); {repeated.len()} repeat, "
+            f"e.g. {repeated.head(_SHOW).to_list()}."
+        )
+        raise InputError(msg)
+    return ids
+
+
+def _score_matrix(scores: Any, n_rows: int) -> Any:
+    """A checked (batch x items) matrix of real scores: a torch tensor (float16 and bfloat16
+    widened to float32, integers checked then made float64) or a NumPy float array (integers
+    and long doubles held to :func:`check_exact_scores`, then float64)."""
+    if hasattr(scores, "detach") and hasattr(scores, "dtype"):  # a torch tensor
+        import torch
+
+        s = scores.detach()
+        shape = tuple(int(x) for x in s.shape)
+        if s.dtype == torch.bool or s.is_complex():
+            msg = f"scores must be real numbers; got a torch tensor of {s.dtype}."
+            raise InputError(msg)
+        if s.dtype in (torch.float16, torch.bfloat16):
+            s = s.float()  # torch.topk has no half kernels on every device: widen, exactly
+        elif not torch.is_floating_point(s):
+            check_exact_scores(s.cpu().numpy(), "scores")
+            s = s.double()
+    else:
+        try:
+            arr = np.asarray(scores)
+        except (TypeError, ValueError) as exc:
+            msg = f"scores must be a (batch x items) matrix of numbers; could not read it ({exc})."
+            raise InputError(msg.splitlines()[0]) from None
+        shape = arr.shape
+        kind = arr.dtype.kind
+        if kind in "iuf":
+            check_exact_scores(arr, "scores")
+        elif kind == "O":
+            check_exact_scores(arr.reshape(-1), "scores")
+        else:
+            what = {"b": "booleans", "c": "complex numbers", "U": "text", "S": "bytes"}
+            msg = (
+                "scores must be real numbers (integers or floats); got "
+                f"{what.get(kind, str(arr.dtype))} (dtype {arr.dtype})."
+            )
+            raise InputError(msg)
+        if len(shape) == 2 and arr.dtype != np.float64:
+            try:
+                with np.errstate(over="raise", invalid="raise"):
+                    arr = arr.astype(np.float64)
+            except (TypeError, ValueError, FloatingPointError, OverflowError) as exc:
+                msg = f"scores must be real numbers; could not read them as float64 ({exc})."
+                raise InputError(msg.splitlines()[0]) from None
+        s = arr
+    if len(shape) != 2 or shape[0] != n_rows:
+        msg = (
+            f"scores must be a (batch x items) matrix with one row per user ({n_rows} "
+            f"users); got shape {shape}."
+        )
+        raise InputError(msg)
+    if shape[1] == 0:
+        msg = "scores has no column; expected at least one item."
+        raise InputError(msg)
+    return s
+
+
 def _as_numpy(values: Any) -> np.ndarray:
     """Ids or scores as a NumPy array (a torch tensor is copied to the host)."""
     if hasattr(values, "detach"):
@@ -63,33 +149,102 @@ def _as_numpy(values: Any) -> np.ndarray:
     return np.asarray(values)
 
 
+def _exclude_frame(
+    exclude: Any, user_dtype: Any, item_dtype: Any, user_col: str, item_col: str, inputs: Inputs
+) -> pl.DataFrame:
+    """``exclude`` (a table, a file or ``{user: [items]}``) as (user, item) rows; a dict's
+    ids typed as ``user_dtype`` / ``item_dtype`` (None: as Polars infers them)."""
+    if isinstance(exclude, dict):
+        try:
+            pairs = [(u, i) for u, listed in exclude.items() for i in listed]
+            return pl.DataFrame(
+                {user_col: [u for u, _ in pairs], item_col: [i for _, i in pairs]},
+                schema=None if user_dtype is None else {user_col: user_dtype, item_col: item_dtype},
+                strict=False,
+            )
+        except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+            msg = f"exclude must map user ids to lists of item ids; could not read it ({exc})."
+            raise InputError(msg.splitlines()[0]) from None
+    frame = inputs.read(exclude, "exclude", "relevance")
+    for col in (user_col, item_col):
+        if col not in frame.columns:
+            msg = f"exclude is missing column {col!r} (columns found: {frame.columns})."
+            raise InputError(msg)
+    return frame.select(user_col, item_col)
+
+
+def _as_key(frame: pl.DataFrame, col: str, dtype: Any, role: str) -> pl.DataFrame:
+    """``frame[col]`` cast to ``dtype`` to join on, when both are integers or both text."""
+    have = frame.schema[col]
+    if have == dtype:
+        return frame
+    if (have.is_integer() and dtype.is_integer()) or have == pl.Null:
+        return frame.with_columns(pl.col(col).cast(dtype, strict=False))
+    msg = (
+        f"{role} {col} ids are {have}, the batch's are {dtype}; give both the same id type "
+        "(or pass id_type)."
+    )
+    raise InputError(msg)
+
+
 def _excluded_cells(
-    exclude: Any,
-    users: pl.Series,
-    items: pl.Series,
-    user_col: str,
-    item_col: str,
-    inputs: Inputs,
+    frame: pl.DataFrame, users: pl.Series, items: pl.Series, user_col: str, item_col: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """(row, column) of every excluded (user, item) of the batch."""
-    if isinstance(exclude, dict):
-        pairs = [(u, i) for u, listed in exclude.items() for i in listed]
-        frame = pl.DataFrame(
-            {user_col: [u for u, _ in pairs], item_col: [i for _, i in pairs]},
-            schema={user_col: users.dtype, item_col: items.dtype},
-        )
-    else:
-        frame = inputs.read(exclude, "train", "relevance").select(user_col, item_col)
+    frame = _as_key(frame, user_col, users.dtype, "exclude")
+    frame = _as_key(frame, item_col, items.dtype, "exclude")
     at_row = pl.DataFrame({user_col: users, "__row": np.arange(users.len(), dtype=np.int64)})
     at_col = pl.DataFrame({item_col: items, "__col": np.arange(items.len(), dtype=np.int64)})
-    try:
-        cells = frame.join(at_row, on=user_col).join(at_col, on=item_col)
-    except pl.exceptions.PolarsError as exc:
-        msg = f"exclude ids do not match the batch's user or item ids in type: {exc}".splitlines()[
-            0
-        ]
-        raise InputError(msg) from exc
+    cells = frame.join(at_row, on=user_col).join(at_col, on=item_col)
     return cells["__row"].to_numpy(), cells["__col"].to_numpy()
+
+
+class _ByUser:
+    """A table's rows grouped by user once (a stable sort), so that each batch of
+    :meth:`Evaluator.update_scores` takes the rows of its users by binary search instead of
+    a pass over the whole table."""
+
+    def __init__(self, frame: pl.DataFrame, user_col: str, role: str) -> None:
+        if user_col not in frame.columns:
+            msg = f"{role} is missing column {user_col!r} (columns found: {frame.columns})."
+            raise InputError(msg)
+        self.role = role
+        self.user_col = user_col
+        self.frame = frame.sort(user_col, maintain_order=True, nulls_last=True)
+        runs = self.frame[user_col].rle()
+        keys = runs.struct.field("value")
+        self.keys = keys.cast(pl.Int64, strict=False) if keys.dtype.is_integer() else keys
+        lengths = runs.struct.field("len").to_numpy().astype(np.int64)
+        self.lengths = lengths
+        self.starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
+
+    def take(self, users: pl.Series) -> pl.DataFrame:
+        """The rows of ``users`` (distinct ids), in the table's order within each user."""
+        keys, probe = self.keys, users
+        if probe.dtype != keys.dtype:
+            if probe.dtype.is_integer() and keys.dtype.is_integer():
+                probe = probe.cast(pl.Int64)
+            elif keys.dtype != pl.Null:
+                msg = (
+                    f"the batch's user ids are {probe.dtype}, those of the Evaluator's {self.role} "
+                    f"{keys.dtype}; give both the same id type (or pass id_type)."
+                )
+                raise InputError(msg)
+        if keys.len() == 0 or keys.dtype == pl.Null or probe.len() == 0:
+            return self.frame.clear()
+        pos = keys.search_sorted(probe).to_numpy().astype(np.int64)
+        inside = pos < keys.len()
+        found = np.zeros(pos.size, dtype=np.bool_)
+        if inside.any():
+            at = pl.Series(pos[inside])
+            found[inside] = (
+                (keys.gather(at) == probe.filter(pl.Series(inside))).fill_null(False).to_numpy()
+            )
+        groups = np.unique(pos[found])
+        lengths = self.lengths[groups]
+        shift = self.starts[groups] - np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        index = np.repeat(shift, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+        return self.frame[index]
 
 
 def _select(
@@ -163,6 +318,8 @@ class Evaluator:
     Options are :func:`receval.evaluate`'s (file inputs, ``columns`` and ``input_format`` of
     ``train`` and ``items`` included). ``nmae`` needs ``rating_range`` (the range observed in
     truth is known only after the last block). ``train`` and ``items`` are read once, here.
+    ``truth`` and ``exclude`` serve :meth:`update_scores` only: given once here (the whole
+    validation truth, the rows never recommended), each batch takes its users' rows.
 
     Memory is the state, not the rows: one row per user (its per-user values), a few
     floats per exact sum, and for ``auc`` / ``average_precision`` over rows the distinct
@@ -179,6 +336,9 @@ class Evaluator:
     >>> round(res["ndcg@2"], 4), res["recall@1"]
     (0.8984, 0.75)
     """
+
+    _truth: _ByUser | None  # update_scores' truth and exclude, given once (or None)
+    _exclude: _ByUser | None
 
     def __init__(
         self,
@@ -201,6 +361,8 @@ class Evaluator:
         input_format: str | Mapping[str, str] | None = None,
         sorted_by_user: bool = False,
         sample_col: str | None = None,
+        truth: Any = None,
+        exclude: Any = None,
     ) -> None:
         if not isinstance(sorted_by_user, bool):
             msg = f"sorted_by_user must be True or False; got {sorted_by_user!r}."
@@ -216,6 +378,13 @@ class Evaluator:
         if sample_col is not None:
             B.check_sampled_metrics(plan, sample_col)
         self._setup(plan, options, sorted_by_user)
+        inputs = self._inputs
+        if truth is not None:  # read once; each update_scores batch takes its users' rows
+            rows = inputs.read(truth, "truth", self._relevance_col or "relevance")
+            self._truth = _ByUser(rows, inputs.user_col, "truth")
+        if exclude is not None:
+            rows = _exclude_frame(exclude, None, None, inputs.user_col, inputs.item_col, inputs)
+            self._exclude = _ByUser(rows, inputs.user_col, "exclude")
 
     @classmethod
     def _of(
@@ -279,15 +448,49 @@ class Evaluator:
         # False when the caller cuts the users itself (engine="stream": hashed users), so
         # that no block can repeat a user and the users need not be kept
         self._check_users = True
+        self._digests: dict[tuple[str, str], str | None] = {}  # (train|items, kind) -> digest
+        # update_scores' truth and exclude, given once to the Evaluator
+        self._truth = None
+        self._exclude = None
+        self._warned_train = False  # the warning for train pairs that may be recommended
+        # update() from several threads: the state is read and merged under this lock, the
+        # block's evaluation (the kernels) runs outside it
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state to pickle or deep-copy: everything but the lock."""
+        with self._lock:
+            state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------------------ update
 
     def update(self, truth: Any, recs: Any) -> None:
         """Evaluate one block: ``truth`` and ``recs`` (any source :func:`receval.evaluate`
         takes) holding every row of their users."""
-        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        user_col = self._inputs.user_col
         t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
         r = self._inputs.read(recs, "recs", self._order_col)
+        with self._lock:  # the users and the first block's context: checked and set at once
+            prepared = self._admit(t, r, user_col)
+        if prepared is None:
+            return
+        block_spec, t, r = prepared
+        out = run_shard(block_spec, t, r)  # outside the lock: blocks evaluate in parallel
+        with self._lock:
+            self._absorb(out, block_spec.context, t, r)
+
+    def _admit(
+        self, t: pl.DataFrame, r: pl.DataFrame, user_col: str
+    ) -> tuple[ShardSpec, pl.DataFrame, pl.DataFrame] | None:
+        """A block's rows typed, its users checked and remembered, and the spec it is
+        evaluated with (None: nothing to evaluate); called under the lock."""
+        item_col = self._inputs.item_col
         t, r = self._typed(t, r)
         if self._carry is not None:
             t = pl.concat([self._carry[0], t], how="vertical_relaxed")
@@ -296,13 +499,27 @@ class Evaluator:
         if self._sorted:
             t, r = self._hold_last_user(t, r, user_col)
         if t.height == 0 and r.height == 0:
-            return
+            return None
         if self._check_users:
             block = _concat_ids([t[user_col], r[user_col]]).unique()
             self._check_new_users(block, ordered=self._sorted)
+        if t.height and r.height and item_col in t.columns and item_col in r.columns:
+            t, r = unify_ids(t, r, item_col, "item")  # integers beside text raise
         if self._context is None:
             self._start(t, r)
         assert self._context is not None and self._kind is not None
+        for side in (t, r):
+            dtype = side.schema.get(item_col)
+            if (
+                side.height
+                and dtype is not None
+                and (dtype == pl.String) != (self._kind == pl.String)
+            ):
+                msg = (
+                    f"item ids of this block are {dtype}, those of the first block "
+                    f"{self._kind}; give every block the same id type (or pass id_type)."
+                )
+                raise InputError(msg)
         context = self._context
         if context.items is None and context.catalog is None:
             # the block's catalog: its items (+ train's); codes -> ids
@@ -310,15 +527,13 @@ class Evaluator:
             if self._train is not None:
                 ids.append(self._train[item_col])
             context = replace(context, catalog=pl.concat(ids).unique().sort())
-        block_spec = replace(self._spec, context=context)
-        out = run_shard(block_spec, t, r)
-        self._absorb(out, context, t, r)
+        return replace(self._spec, context=context), t, r
 
     def update_scores(
         self,
         users: Any,
         scores: Any,
-        truth: Any,
+        truth: Any = None,
         *,
         item_ids: Any = None,
         exclude: Any = None,
@@ -326,16 +541,21 @@ class Evaluator:
     ) -> None:
         """Evaluate one batch of a training loop from its score matrix.
 
-        ``scores``: (batch x items) scores of ``users`` (ids, one per row) for every item
-        (``item_ids``, one per column; default ``0 .. n_items - 1``): a torch tensor on any
-        device (the selection runs there; torch is needed only for tensors) or a NumPy
-        array. ``truth``: the truth rows of these users (any source :func:`receval.evaluate`
-        takes; its other users raise). ``exclude``: ``(user, item)`` rows never recommended
+        ``scores``: (batch x items) scores of ``users`` (distinct ids, one per row) for every
+        item (``item_ids``, distinct, one per column; default ``0 .. n_items - 1``): a torch
+        tensor on any device (the selection runs there; torch is needed only for tensors;
+        float16 and bfloat16 are widened to float32) or a NumPy array of real numbers
+        (integers beyond 2^53 and long doubles that float64 cannot hold raise). ``truth``:
+        the truth rows of these users (any source :func:`receval.evaluate` takes; its other
+        users raise); leave it out when the Evaluator was given ``truth=``, whose rows of the
+        batch's users are taken. ``exclude``: ``(user, item)`` rows never recommended
         (usually the training interactions; a table or ``{user: [items]}``; rows of other
-        users are ignored). ``k``: how many items of each user's list are kept, default the
-        largest cutoff of the metrics; items tied with the k-th are kept too, so that every
-        ties policy is exact. A metric without a cutoff (``mrr``, ``map``, ``auc`` ...)
-        needs the whole list: ``k="all"``. The inputs are not modified.
+        users are ignored); leave it out when the Evaluator was given ``exclude=``. With
+        ``train=`` and no exclude anywhere, a warning says how many train pairs of the
+        batch's users may be recommended. ``k``: how many items of each user's list are
+        kept, default the largest cutoff of the metrics; items tied with the k-th are kept
+        too, so that every ties policy is exact. A metric without a cutoff (``mrr``, ``map``,
+        ``auc`` ...) needs the whole list: ``k="all"``. The inputs are not modified.
         """
         if self._spec.options.sample_col is not None:
             msg = (
@@ -343,31 +563,46 @@ class Evaluator:
                 "sample_col= (sampled rankings): pass them to update() as a table."
             )
             raise InputError(msg)
-        ids = _as_numpy(users).reshape(-1)
-        n_rows = ids.shape[0]
-        shape = tuple(int(x) for x in getattr(scores, "shape", ()))
-        if len(shape) != 2 or shape[0] != n_rows:
+        for name, given, kept in (
+            ("truth", truth, self._truth),
+            ("exclude", exclude, self._exclude),
+        ):
+            if given is not None and kept is not None:
+                msg = (
+                    f"{name} was given to the Evaluator already; update_scores takes the "
+                    f"batch's rows from it: leave {name}= out here."
+                )
+                raise InputError(msg)
+        if truth is None and self._truth is None:
             msg = (
-                f"scores must be a (batch x items) matrix with one row per user ({n_rows} "
-                f"users); got shape {shape}."
+                "update_scores needs the batch's truth: pass truth= here, or once to the "
+                "Evaluator (receval.Evaluator(metrics, truth=...))."
             )
             raise InputError(msg)
-        n_items = shape[1]
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        user_series = _batch_ids(users, "users").alias(user_col)
+        n_rows = user_series.len()
+        matrix = _score_matrix(scores, n_rows)
+        n_items = int(matrix.shape[1])
         items = (
-            pl.Series("item", np.arange(n_items, dtype=np.int64))
+            pl.Series(item_col, np.arange(n_items, dtype=np.int64))
             if item_ids is None
-            else pl.Series("item", _as_numpy(item_ids).reshape(-1))
+            else _batch_ids(item_ids, "item_ids").alias(item_col)
         )
         if items.len() != n_items:
             msg = f"item_ids has {items.len()} ids; expected one per score column ({n_items})."
             raise InputError(msg)
         keep = self._list_length(k, n_items)
-        user_col, item_col = self._inputs.user_col, self._inputs.item_col
-        user_series = pl.Series(user_col, ids)
         banned = None
         if exclude is not None:
-            banned = _excluded_cells(exclude, user_series, items, user_col, item_col, self._inputs)
-        rows, cols, values = _select(scores, keep, banned)
+            pairs = _exclude_frame(
+                exclude, user_series.dtype, items.dtype, user_col, item_col, self._inputs
+            )
+            banned = _excluded_cells(pairs, user_series, items, user_col, item_col)
+        elif self._exclude is not None:
+            pairs = self._exclude.take(user_series)
+            banned = _excluded_cells(pairs, user_series, items, user_col, item_col)
+        rows, cols, values = _select(matrix, keep, banned)
         recs = pl.DataFrame(
             {
                 user_col: user_series.gather(rows),
@@ -375,16 +610,55 @@ class Evaluator:
                 self._order_col: values,
             }
         )
-        t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
-        outside = t.filter(~pl.col(user_col).is_in(user_series.implode()))
-        if outside.height:
-            shown = outside[user_col].unique(maintain_order=True).head(_SHOW).to_list()
-            msg = (
-                f"truth has {outside.height} row(s) of users not in this batch, e.g. "
-                f"{shown}; give update_scores the truth rows of the batch's users only."
-            )
-            raise InputError(msg)
+        if truth is None:
+            assert self._truth is not None
+            t = self._truth.take(user_series)
+        else:
+            t = self._inputs.read(truth, "truth", self._relevance_col or "relevance")
+            if user_col not in t.columns:
+                msg = f"truth is missing column {user_col!r} (columns found: {t.columns})."
+                raise InputError(msg)
+            t = _as_key(t, user_col, user_series.dtype, "truth")
+            outside = t.filter(~pl.col(user_col).is_in(user_series.implode()))
+            if outside.height:
+                shown = outside[user_col].unique(maintain_order=True).head(_SHOW).to_list()
+                msg = (
+                    f"truth has {outside.height} row(s) of users not in this batch, e.g. "
+                    f"{shown}; give update_scores the truth rows of the batch's users only."
+                )
+                raise InputError(msg)
         self.update(t, recs)
+        if banned is None and self._train is not None and not self._warned_train:
+            self._warn_train_candidates(user_series, items)
+
+    def _warn_train_candidates(self, users: pl.Series, items: pl.Series) -> None:
+        """Warn (once) when train holds (user, item) pairs of the batch's users whose item is
+        a column of the scores: with no exclude, the lists may hold items the user already
+        has (the rule and message of the model path, ``engines/model.py``)."""
+        assert self._train is not None
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        train = self._train
+        try:
+            batch = _as_key(pl.DataFrame({user_col: users}), user_col, train[user_col].dtype, "")
+            cols = _as_key(pl.DataFrame({item_col: items}), item_col, train[item_col].dtype, "")
+        except InputError:
+            return  # ids of another kind than train's: no pair can match
+        found = train.join(batch, on=user_col, how="semi").join(cols, on=item_col, how="semi")
+        if found.height == 0:
+            return
+        with self._lock:
+            if self._warned_train:
+                return
+            self._warned_train = True
+        warnings.warn(
+            f"train has {found.height} (user, item) pair(s) of {found[user_col].n_unique()} "
+            "batch user(s) that are columns of the scores: update_scores may recommend items "
+            "the user already has. Pass exclude=train to the Evaluator (or to update_scores) "
+            "to leave them out, or keep them knowingly (result.counts.recs_in_train counts "
+            "them). Warned once per Evaluator.",
+            UserWarning,
+            stacklevel=3,
+        )
 
     def _list_length(self, k: int | str | None, n_items: int) -> int:
         """The list length to keep per user."""
@@ -415,7 +689,7 @@ class Evaluator:
             self._spec = replace(self._spec, has_relevance=has)
             self._merger.spec = self._spec
             if not has:
-                warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=4)
+                warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=5)
         elif has != self._has_relevance:
             msg = (
                 f"truth blocks disagree on the relevance column {rel!r}: the first block "
@@ -549,22 +823,38 @@ class Evaluator:
     def merge(self, other: Evaluator) -> Evaluator:
         """Add the blocks ``other`` has seen (disjoint users, the same request); returns self.
 
-        Evaluators filled in other processes merge too (they pickle)."""
+        The request is the metrics, the options and the data of ``train`` and ``items``
+        (compared by content: another table with the same rows merges). Evaluators filled
+        in other processes merge too (they pickle)."""
         if not isinstance(other, Evaluator):
             msg = f"merge takes an Evaluator; got {type(other).__name__}."
             raise InputError(msg)
-        if self._signature() != other._signature():
+        if other is self:
+            msg = "an Evaluator cannot merge with itself (its users would be counted twice)."
+            raise InputError(msg)
+        first, second = sorted((self, other), key=id)  # one lock order: no deadlock
+        with first._lock, second._lock:
+            return self._merge(other)
+
+    def _merge(self, other: Evaluator) -> Evaluator:
+        """:meth:`merge`, both locks held."""
+        mine, theirs = self._signature(), other._signature()
+        differ = [name for name in mine if mine[name] != theirs[name]]
+        if differ:
             msg = (
-                "these evaluators differ in their metrics or options; only evaluators made "
-                "with the same arguments merge."
+                f"these evaluators differ in {', '.join(differ)}; only evaluators made with "
+                "the same arguments merge."
             )
             raise InputError(msg)
         for ev in (self, other):
             ev._flush()
+        if other._blocks == 0 and self._blocks == 0:
+            return self
+        self._same_data(other)
         if other._blocks == 0:
             return self
         if self._blocks == 0:
-            self.__dict__.update(copy.deepcopy(other.__dict__))
+            self.__dict__.update(copy.deepcopy(other.__getstate__()))
             return self
         if self._has_relevance != other._has_relevance:
             msg = "these evaluators saw truth blocks with and without a relevance column."
@@ -579,16 +869,73 @@ class Evaluator:
         self._blocks += other._blocks
         return self
 
-    def _signature(self) -> tuple[Any, ...]:
+    def _same_data(self, other: Evaluator) -> None:
+        """Raise unless both evaluators have the same ``train`` and ``items`` rows (their
+        merged exposure and catalog would hold both, a result ``evaluate`` gives for
+        neither)."""
+        started = self if self._kind is not None else other
+        assert started._kind is not None
+        kind = started._kind
+        for role in ("train", "items"):
+            mine, theirs = self._digest(role, kind), other._digest(role, kind)
+            if mine != theirs:
+                msg = (
+                    f"these evaluators were made with different {role} (this one: "
+                    f"{'a table' if mine else 'none'}, the other: "
+                    f"{'a table' if theirs else 'none'}"
+                    f"{' with other rows' if mine and theirs else ''}); only evaluators made "
+                    f"with the same {role} merge."
+                )
+                raise InputError(msg)
+
+    def _digest(self, role: Literal["train", "items"], kind: type[pl.DataType]) -> str | None:
+        """A digest of the distinct rows of ``train`` or ``items`` as read with item ids of
+        ``kind`` (None when not given); computed once per kind."""
+        key = (role, str(kind))
+        if key not in self._digests:
+            raw = self._options.train if role == "train" else self._options.items
+            if raw is None:
+                self._digests[key] = None
+            else:
+                frame = self._read_side(role, raw, kind)
+                rows = frame.unique().hash_rows(seed=0)
+                digest = hashlib.sha256(rows.sort().to_numpy().tobytes())
+                digest.update(str(frame.columns).encode())
+                self._digests[key] = digest.hexdigest()
+        return self._digests[key]
+
+    def _read_side(self, role: str, raw: Any, kind: type[pl.DataType]) -> pl.DataFrame:
+        """``train`` (distinct pairs) or ``items`` (the table) as the first block reads it."""
+        user_col, item_col = self._inputs.user_col, self._inputs.item_col
+        if role == "train":
+            if self._train is not None and self._kind == kind:
+                return self._train
+            frame = B.read_train(
+                raw, user_col, item_col, kind, self._kinds, inputs=self._inputs, unify=True
+            )
+        else:
+            context = self._context
+            if context is not None and context.items is not None and self._kind == kind:
+                return context.items  # type: ignore[no-any-return]
+            frame = B.read_items(raw, user_col, item_col, kind, self._kinds, self._inputs)
+        assert frame is not None
+        return frame
+
+    def _signature(self) -> dict[str, Any]:
+        """The request, by argument name: what two evaluators must share to merge."""
         spec = self._spec
         opts = self._options
-        return (
-            spec.metrics, spec.user_col, spec.item_col, spec.order_col, spec.by_rank,
-            spec.relevance_col, spec.ties, spec.threshold, spec.no_recs, self._kinds,
-            opts.rating_range, opts.train is None, opts.items is None,
-            opts.item_features if isinstance(opts.item_features, str | list | None)
-            else id(opts.item_features),
-        )  # fmt: skip
+        features = opts.item_features
+        return {
+            "metrics": spec.metrics, "user_col": spec.user_col, "item_col": spec.item_col,
+            "score_col/rank_col": (spec.order_col, spec.by_rank),
+            "relevance_col": spec.relevance_col, "ties": spec.ties,
+            "relevance_threshold": spec.threshold, "no_recs": spec.no_recs,
+            "id_type": self._kinds, "rating_range": opts.rating_range,
+            "train": opts.train is None, "items": opts.items is None,
+            "item_features": features if isinstance(features, str | list | None)
+            else id(features),
+        }  # fmt: skip
 
     def _flush(self) -> None:
         """Evaluate the held-back rows of the last user (sorted blocks)."""
@@ -608,6 +955,11 @@ class Evaluator:
     def compute(self) -> Result:
         """The Result of every block so far. More blocks may follow (with ``sorted_by_user``,
         the held-back last user is evaluated now: later blocks must start after it)."""
+        with self._lock:  # no block merges while the result is read
+            return self._compute()
+
+    def _compute(self) -> Result:
+        """:meth:`compute`, the lock held."""
         self._flush()
         if self._blocks == 0:
             msg = "no block was evaluated: call update(truth, recs) with at least one row first."
@@ -656,6 +1008,10 @@ class Evaluator:
 
     def state_bytes(self) -> int:
         """An estimate of the memory the state holds (per-user frames and global states)."""
+        with self._lock:
+            return self._state_bytes()
+
+    def _state_bytes(self) -> int:
         size = sum(f.estimated_size() for f in self._frames)
         size += sum(u.estimated_size() for u in self._users)
         size += sum(i.estimated_size() for i in self._items)
@@ -679,6 +1035,7 @@ def _lazy(data: Any, role: Role, inputs: Inputs, value_col: str) -> tuple[pl.Laz
         fmt = format_of(path, role, inputs.formats[role])
         lf: pl.LazyFrame | None = None
         if fmt == "parquet":
+            _check_parquet(path, role)
             lf = pl.scan_parquet(path)
         elif fmt in ("csv", "tsv"):  # every column as text, as the in-memory reader does
             sep = "\t" if fmt == "tsv" else ","
@@ -697,6 +1054,23 @@ def _lazy(data: Any, role: Role, inputs: Inputs, value_col: str) -> tuple[pl.Laz
     if isinstance(data, pl.LazyFrame):
         return data.rename({user: canonical[0], item: canonical[1]}, strict=False), True
     return inputs.read(data, role, value_col).lazy(), False
+
+
+def _check_parquet(path: Path, role: Role) -> None:
+    """Raise :class:`InputError` naming the file when ``path`` is not a Parquet file that can
+    be read (0 bytes, cut short, not Parquet at all): its footer and row-group metadata are
+    read here, before any pass over the rows."""
+    try:
+        meta = pq.ParquetFile(path).metadata
+        meta.row_group(meta.num_row_groups - 1) if meta.num_row_groups else None
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        size = path.stat().st_size
+        msg = (
+            f"{role} file {str(path)!r} ({size} bytes) is not a readable Parquet file "
+            f"({first}); expected a complete Parquet file (was it cut short while written?)."
+        )
+        raise InputError(msg) from None
 
 
 def _bucket_key(t_type: pl.DataType, r_type: pl.DataType, user_col: str, kind: str) -> pl.Expr:
@@ -752,7 +1126,10 @@ def evaluate_stream(
         item_col, sides = inputs.item_col, []
         pairs: tuple[tuple[pl.LazyFrame, Role], ...] = ((t_lf, "truth"), (r_lf, "recs"))
         for lf, role in pairs:
-            distinct = lf.select(pl.col(item_col).unique()).collect(engine="streaming")
+            try:
+                distinct = lf.select(pl.col(item_col).unique()).collect(engine="streaming")
+            except (pl.exceptions.ComputeError, OSError, pa.ArrowException) as exc:
+                raise _unreadable(role, truth if role == "truth" else recs, exc) from None
             distinct = cast_ids(distinct, role, {item_col: kinds["item"]})
             sides.append(distinct[item_col].drop_nulls().cast(kind))
         return pl.concat(sides)
@@ -765,11 +1142,20 @@ def evaluate_stream(
         return ev
 
     t_schema, r_schema = t_lf.collect_schema(), r_lf.collect_schema()
-    for schema, role in ((t_schema, "truth"), (r_schema, "recs")):
-        if user_col not in schema:
-            msg = f"{role} is missing column {user_col!r} (columns found: {schema.names()})."
-            raise InputError(msg)
-    rows = sum(int(lf.select(pl.len()).collect().item()) for lf in (t_lf, r_lf))
+    for schema, role, path in ((t_schema, "truth", truth), (r_schema, "recs", recs)):
+        for col in (user_col, inputs.item_col):
+            if col not in schema:
+                where = f" file {str(path)!r}" if isinstance(path, str | os.PathLike) else ""
+                msg = (
+                    f"{role}{where} is missing column {col!r} (columns found: "
+                    f"{schema.names()}); name the column with user_col= / item_col= or "
+                    "columns=."
+                )
+                raise InputError(msg)
+    rows = sum(
+        _collected(lf.select(pl.len()), role, data).item()
+        for lf, role, data in ((t_lf, "truth", truth), (r_lf, "recs", recs))
+    )
     n_blocks = max(1, -(-rows * _BYTES_PER_ROW // block_bytes))
     half = max(1, block_bytes // _BYTES_PER_ROW // 2)  # rows each sorted side buffers
     sides = _sorted_sides(
@@ -789,7 +1175,9 @@ def evaluate_stream(
             pass  # the partition pass reads it (and its checks name what is wrong)
     ev = evaluator()
     if n_blocks == 1 or not (t_file or r_file):
-        for t, r in _whole(t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"]):
+        for t, r in _whole(
+            t_lf, r_lf, n_blocks, user_col, t_schema, r_schema, kinds["user"], (truth, recs)
+        ):
             ev.update(t, r)
         return ev.compute()
     key = _bucket_key(t_schema[user_col], r_schema[user_col], user_col, kinds["user"])
@@ -881,6 +1269,7 @@ class _SortedSide:
         key: pl.Expr, batch_rows: int,
     ) -> None:  # fmt: skip
         self.role = role
+        self.path = path
         self.user_col = user_col
         self.renames = renames
         self.schema = schema
@@ -897,7 +1286,10 @@ class _SortedSide:
         """Read until the buffer holds ``target`` rows and more than one user (or the file
         ends): then the rows below its last user are whole users."""
         while not self.done and (self.rows < target or self.first == self.last):
-            batch = next(self.batches, None)
+            try:
+                batch = next(self.batches, None)
+            except (OSError, pa.ArrowException) as exc:
+                raise _unreadable(self.role, self.path, exc) from None
             if batch is None:
                 self.done = True
                 return
@@ -1025,6 +1417,22 @@ def _sorted_blocks(
             yield t_rows, r_rows
 
 
+def _unreadable(role: str, data: Any, exc: BaseException) -> InputError:
+    """The error for rows of ``role`` that could not be read (a damaged file)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    where = f" file {str(data)!r}" if isinstance(data, str | os.PathLike) else ""
+    msg = f"{role}{where} could not be read ({first}); expected a complete, valid file."
+    return InputError(msg)
+
+
+def _collected(lf: pl.LazyFrame, role: str, data: Any) -> pl.DataFrame:
+    """``lf`` read whole; a damaged file an :class:`InputError` naming it."""
+    try:
+        return lf.collect()
+    except (pl.exceptions.ComputeError, OSError, pa.ArrowException) as exc:
+        raise _unreadable(role, data, exc) from None
+
+
 def _read_block(folder: Path, schema: pl.Schema) -> pl.DataFrame:
     """One block's rows (its files in write order), or no row."""
     files = sorted(folder.glob("*.parquet"))
@@ -1041,9 +1449,10 @@ def _whole(
     t_schema: pl.Schema,
     r_schema: pl.Schema,
     kind: str,
+    files: tuple[Any, Any] = (None, None),
 ) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
     """Inputs held in memory (or small): cut by hashed user into ``n_blocks`` blocks."""
-    t, r = t_lf.collect(), r_lf.collect()
+    t, r = _collected(t_lf, "truth", files[0]), _collected(r_lf, "recs", files[1])
     if n_blocks == 1:
         yield t, r
         return

@@ -52,12 +52,44 @@ class Counts:
         return f"Counts({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal data, NaN equal to NaN: nested mappings (same keys), sequences, frames, floats."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, pl.DataFrame | pl.Series) or isinstance(b, pl.DataFrame | pl.Series):
+        return _same_frame(a, b)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # values whose == is not a truth value (arrays)
+        return a is b
+
+
+def _same_frame(a: Any, b: Any) -> bool:
+    """Equal frames or series (schema and values, NaN equal to NaN, nulls in the same place),
+    or both None."""
+    if a is None or b is None:
+        return a is b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, pl.DataFrame):
+        return bool(a.schema == b.schema and a.equals(b, null_equal=True))
+    return bool(a.dtype == b.dtype and a.equals(b, check_names=True, null_equal=True))
+
+
 class Result(Mapping[str, float]):
     """Means and per-user values of the requested metrics.
 
     ``result[name]`` accepts any spelling of a metric the grammar accepts
     (``result["NDCG @ 10"]``, ``result["ap@100"]`` for ``map@100``) and returns a Python
     float. The result is a read-only mapping from canonical metric names to means.
+
+    ``a == b`` compares two Results in full (means, counts, per-user values, settings,
+    details and segments; NaN equals NaN in the same place); a Result never equals a plain
+    dict of means (compare ``result.means`` for that), and it is not hashable.
     """
 
     def __init__(
@@ -104,6 +136,29 @@ class Result(Mapping[str, float]):
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._means)
+
+    def __eq__(self, other: object) -> bool:
+        """The whole result: metrics, means, counts, per-user values, settings, details and
+        segments (NaN equal to NaN in the same place). A Result never equals a plain mapping
+        of means: compare ``result.means`` for that."""
+        if not isinstance(other, Result):
+            return NotImplemented
+        if self is other:
+            return True
+        return (
+            self.metrics == other.metrics
+            and _same(self._means, other._means)
+            and self._counts == other._counts
+            and _same_frame(self._per_user, other._per_user)
+            and _same(self._settings, other._settings)
+            and _same(self._details, other._details)
+            and _same_frame(self._by_segment, other._by_segment)
+            and self._segments.keys() == other._segments.keys()
+            and all(v == other._segments[k] for k, v in self._segments.items())
+        )
+
+    # the per-user frame is a Polars DataFrame, which can be changed in place: no hash
+    __hash__ = None  # type: ignore[assignment]
 
     def __len__(self) -> int:
         return len(self._means)
