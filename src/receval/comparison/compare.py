@@ -227,7 +227,9 @@ class Comparison:
             With ``plots``: a metric@K curve for K = 1..K of each compared ranking metric with
             a cutoff (its largest K, at most 100) and the runs' ROC curves when a
             classification metric is compared, drawn from the comparison's own inputs (the
-            runs are evaluated again at each K). Left out when the inputs are not known.
+            runs are evaluated again at each K). Left out when the inputs are not known. A
+            model source has no ROC curve (no recommendation rows): the report says so under
+            its figures.
         title:
             The page title.
         figures:

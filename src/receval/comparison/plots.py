@@ -42,6 +42,7 @@ import numpy as np
 from receval._errors import InputError, about, check_choice
 from receval.arrays.classification import auc, average_precision, pr_curve, roc_curve
 from receval.data.io import atomic_path
+from receval.engines.model import is_model
 from receval.evaluation import evaluate
 from receval.families.pointwise import labelled_rows
 from receval.metrics.registry import parse_metric
@@ -52,7 +53,16 @@ if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
     from receval.metrics.result import Result
 
-__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc", "segments"]
+__all__ = [
+    "INTERVALS_PER_ROW",
+    "MAX_KS",
+    "intervals",
+    "metric_at_k",
+    "per_user",
+    "pr",
+    "roc",
+    "segments",
+]
 
 MAX_KS = 10_000
 """The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
@@ -89,6 +99,24 @@ def _check_runs(runs: Mapping[str, Any]) -> None:
         msg = (
             "runs must be a non-empty mapping {model name: recommendations}; got "
             f"{type(runs).__name__}{' (empty)' if isinstance(runs, Mapping) else ''}."
+        )
+        raise InputError(msg)
+
+
+MODEL_ROWS = (
+    "a model has no recommendation rows, and the curve over every user x catalog item would "
+    "compare raw scores of different users, which has no meaning (the reason evaluate refuses "
+    "auc from a model)"
+)
+"""Why :func:`roc` and :func:`pr` draw no model source (the HTML report says it too)."""
+
+
+def _check_not_model(name: str, recs: Any, what: str) -> None:
+    if is_model(recs):
+        msg = (
+            f"run {name!r} is a model source ({type(recs).__name__}): {what} draws a run's "
+            f"recommendation rows; {MODEL_ROWS}. Compare gauc (each user's exact AUC over "
+            f"their candidates), or draw receval.topk(model, k), a recommendations table."
         )
         raise InputError(msg)
 
@@ -139,6 +167,8 @@ def roc(
     ``id_type`` types the ids as :func:`receval.evaluate`'s does.
     """
     _check_runs(runs)
+    for name, recs in runs.items():
+        _check_not_model(name, recs, "roc")
     fig = _new_figure()
     ax = fig.add_subplot()
     for name, recs in runs.items():
@@ -179,6 +209,8 @@ def pr(
     """Precision-recall curves of the runs' recommendation rows (labelled as for :func:`roc`),
     drawn as steps, one line per run; the legend gives :func:`receval.average_precision`."""
     _check_runs(runs)
+    for name, recs in runs.items():
+        _check_not_model(name, recs, "pr")
     fig = _new_figure()
     ax = fig.add_subplot()
     for name, recs in runs.items():
@@ -339,7 +371,8 @@ def intervals(
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
     """Each model's mean with its bootstrap interval, one panel per metric (models on the
-    vertical axis, the baseline's mean as a dashed line, significant differences in red).
+    vertical axis, the baseline's mean as a dashed line, significant differences in red), at
+    most :data:`INTERVALS_PER_ROW` (3) panels a row: more metrics wrap to more rows.
 
     A legend under the panels explains the colours: the baseline (black, its mean dashed),
     ``significant (adjusted p <= alpha)`` (red), ``not significant`` (blue) and, when some
@@ -359,8 +392,13 @@ def intervals(
         )
         raise InputError(msg)
     models = list(comparison.models)
-    fig = _new_figure(3.2 * len(keys) + 1.0, 0.5 * len(models) + 1.6)
-    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    n_cols = min(len(keys), INTERVALS_PER_ROW)
+    n_rows = -(-len(keys) // n_cols)
+    fig = _new_figure(3.2 * n_cols + 1.0, (0.5 * len(models) + 1.2) * n_rows + 0.6)
+    grid = fig.subplots(n_rows, n_cols, squeeze=False)
+    for ax in grid.ravel()[len(keys) :]:  # the last row's empty places
+        fig.delaxes(ax)
+    axes = grid.ravel()[: len(keys)]
     cells: dict[str, dict[str, dict[str, Any]]] = {}  # metric -> model -> row, in one pass
     for r in comparison.table.iter_rows(named=True):
         cells.setdefault(r["metric"], {})[r["model"]] = r
@@ -385,7 +423,8 @@ def intervals(
         base_mean = rows[comparison.baseline]["mean"]
         if base_mean is not None:
             ax.axvline(base_mean, linestyle="--", color="grey", linewidth=1)
-        ax.set_yticks(range(len(models)), models if ax is axes[0] else [""] * len(models))
+        first = ax is axes[0] or ax.get_subplotspec().is_first_col()
+        ax.set_yticks(range(len(models)), models if first else [""] * len(models))
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
         ax.set_title(key)
@@ -394,6 +433,10 @@ def intervals(
         fig.suptitle(title)
     return _finish(fig, path)
 
+
+INTERVALS_PER_ROW = 3
+"""The most panels (metrics) in a row of :func:`intervals`; more metrics wrap to more rows,
+so that each panel stays wide enough to read (eight metrics: three rows of three)."""
 
 _BASELINE, _SIGNIFICANT, _NOT_SIGNIFICANT, _UNTESTED = "black", "tab:red", "tab:blue", "tab:gray"
 

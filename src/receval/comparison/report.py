@@ -26,6 +26,7 @@ from receval._errors import InputError
 from receval._version import __version__
 from receval.comparison import plots as plot
 from receval.data.io import check_output_path, write_text
+from receval.engines.model import is_model
 from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "best_models",
     "curve_figures",
+    "curves_left_out",
     "describe_input",
     "estimates_note",
     "format_p",
@@ -431,35 +433,69 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
 _MAX_CURVE_K = 100
 
 
+def _classification(cmp: Comparison) -> bool:
+    """Whether a classification metric (not a sampled estimate) is among the compared ones."""
+    return any(
+        m.sampling is None and m.spec.family == "classification"
+        for m in map(parse_metric, cmp.metrics)
+    )
+
+
+def _model_runs(cmp: Comparison) -> list[str]:
+    """The runs of ``cmp``'s inputs that are model sources (no recommendation rows)."""
+    inputs = cmp.inputs
+    if inputs is None:
+        return []
+    return [name for name, run in inputs["runs"].items() if is_model(run)]
+
+
 def curve_figures(cmp: Comparison) -> dict[str, Any]:
     """The HTML report's curves, drawn from the comparison's inputs (none when they are not
     known): metric@K for K = 1..K of each ranking metric with a cutoff (one curve per base
     metric, its largest K, at most 100), and the runs' ROC curves when a classification
-    metric is among the compared ones."""
+    metric is among the compared ones. A model source has no ROC curve (see
+    :func:`curves_left_out`): the ROC figure draws the other runs, and is left out when every
+    run is a model."""
 
     inputs = cmp.inputs
     if inputs is None:
         return {}
     truth, runs, options = inputs["truth"], inputs["runs"], inputs["options"]
     longest: dict[str, int] = {}
-    classification = False
     for name in cmp.metrics:
         m = parse_metric(name)
         if m.sampling is not None:  # no curve of a sampled estimate
             continue
-        classification |= m.spec.family == "classification"
         if m.spec.family == "ranking" and m.k is not None:
             base = m.canonical.rsplit("@", 1)[0]
             longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
     figures: dict[str, Any] = {}
     for base, k in longest.items():
         figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
-    if classification:
+    models = set(_model_runs(cmp))
+    tables = {name: run for name, run in runs.items() if name not in models}
+    if _classification(cmp) and tables:
         keys = ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold",
                 "id_type")  # fmt: skip
         roc_options = {key: options[key] for key in keys if key in options}
-        figures["ROC curves"] = plot.roc(truth, runs, **roc_options)
+        figures["ROC curves"] = plot.roc(truth, tables, **roc_options)
     return figures
+
+
+def curves_left_out(cmp: Comparison) -> list[str]:
+    """What :func:`curve_figures` leaves out and why, one sentence each (the HTML report
+    prints them under its figures): the ROC curves of model runs."""
+    models = _model_runs(cmp)
+    if not models or not _classification(cmp):
+        return []
+    many = len(models) > 1
+    names = ", ".join(models[:-1]) + " and " + models[-1] if many else models[0]
+    return [
+        f"Left out: the ROC curve{'s' if many else ''} of {names} "
+        f"(model source{'s' if many else ''}): {plot.MODEL_ROWS}. gauc in the tables is each "
+        "user's exact AUC over their candidates; the ROC of a model's top K is "
+        "receval.plot.roc(truth, {name: receval.topk(model, k)})."
+    ]
 
 
 def _html_provenance(cmp: Comparison) -> str:
@@ -572,6 +608,7 @@ def write_html(
         raise InputError(msg)
     check_output_path(target)  # before drawing anything
     figs: dict[str, Any] = {}
+    left_out: list[str] = []
     if plots:
         figs["Means with bootstrap intervals"] = plot.intervals(cmp)
         with_ci = set(cmp.table.filter(cmp.table["ci_low"].is_not_null())["metric"])
@@ -583,12 +620,13 @@ def write_html(
                 figs[f"By segment: {name}"] = plot.segments(cmp, name)
         if curves:
             figs.update(curve_figures(cmp))
+            left_out = curves_left_out(cmp)
     figs.update(figures or {})
     images = "".join(
         f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
         f"<figcaption>{html.escape(cap)}</figcaption></figure>"
         for cap, fig in figs.items()
-    )
+    ) + "".join(f'<p class="left-out">{html.escape(line)}</p>' for line in left_out)
     doc = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
