@@ -91,6 +91,50 @@ def test_every_plot_function_on_model_runs(setup: dict[str, Any], cmp: receval.C
     assert [ax.get_title() for ax in fig.axes] == ["gauc", "ndcg@10"]
 
 
+def test_gauc_cells_say_why_they_have_no_interval(cmp: receval.Comparison) -> None:
+    """gauc's default weight (impressions) makes its mean a weighted one: no interval and no
+    test, which the means table itself marks in every format (not only a note), naming the
+    spelling that is tested."""
+    row = cmp.cell("mf2", "gauc")
+    assert row["ci_low"] is None and row["p_value"] is None
+    mean = f"{row['mean']:.4f}"
+    why = (
+        "\u2020: mean only, no interval or test: gauc (its mean weighs the users by "
+        "weight=impressions; gauc(weight=uniform), the plain mean over users, gets both)."
+    )
+    md = cmp.to_markdown()
+    assert md.splitlines()[3].startswith(f"| mf2 | {mean} \u2020 | "), md
+    assert why in md
+    latex = cmp.to_latex()
+    assert f"mf2 & {mean}$^{{\\dagger}}$ & " in latex
+    assert "$^{\\dagger}$: mean only, no interval or test: gauc" in latex
+    assert "\u2020" not in latex  # pdflatex without a Unicode font stays happy
+    fragment = cmp._repr_html_()
+    assert f'{mean}</span><sup class="untested">\u2020</sup>' in fragment
+    assert html.escape(why) in fragment
+    assert f"{mean} \u2020" in repr(cmp) and why in repr(cmp)
+    # the ndcg column has its interval and no mark
+    assert "\u2020" not in md.splitlines()[3].split("|")[3]
+    # the spelling named there does get both, and no mark
+    assert cmp.inputs is not None
+    uniform = receval.compare(
+        cmp.inputs["truth"], cmp.inputs["runs"], ["gauc(weight=uniform)"], n_resamples=100
+    )
+    got = uniform.cell("mf2", "gauc(weight=uniform)")
+    assert got["ci_low"] is not None and got["p_value"] is not None
+    assert "\u2020" not in uniform.to_markdown() and "\u2020" not in repr(uniform)
+
+
+def test_global_metric_cells_marked(setup: dict[str, Any]) -> None:
+    """A metric without per-user values (coverage) is marked the same way, with its reason."""
+    cmp = receval.compare(setup["truth"], setup["models"], ["coverage@5", "ndcg@5"], n_resamples=30)
+    md = cmp.to_markdown()
+    assert "\u2020: mean only, no interval or test: coverage@5 (no per-user values)." in md
+    rows = md.splitlines()[2:4]
+    assert all(r.split("|")[2].strip().endswith("\u2020") for r in rows), rows
+    assert receval.comparison.report.untested(cmp) == {"coverage@5": "no per-user values"}
+
+
 def test_intervals_of_eight_metrics_wrap(setup: dict[str, Any]) -> None:
     """Eight metrics in a grid of at most three panels a row, each wide enough to read."""
     metrics = ["ndcg@10", "ndcg@5", "recall@10", "recall@5", "precision@10", "mrr", "map@10",

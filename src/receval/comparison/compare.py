@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, about, check_choice, check_integer
+from receval.comparison import report
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
     CiMethod,
@@ -43,8 +44,8 @@ _TEST_NAMES = {
 }
 _CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 NOTE_BASELINE = "baseline"
-NOTE_GLOBAL = "no per-user values: mean only, no CI or test"
-NOTE_WEIGHTED = "mean is not a plain average over users (micro or weighted): no CI or test"
+NOTE_GLOBAL = report.NOTE_GLOBAL
+NOTE_WEIGHTED = report.NOTE_WEIGHTED
 
 _SCHEMA = {
     "model": pl.String,

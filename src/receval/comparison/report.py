@@ -12,6 +12,7 @@ settings, the versions and the date (UTC; :func:`utc_now`, which tests replace).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import math
@@ -31,6 +32,7 @@ from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
+    from receval.metrics.registry import Metric
 
 __all__ = [
     "best_models",
@@ -46,11 +48,16 @@ __all__ = [
     "text_table",
     "to_latex",
     "to_markdown",
+    "untested",
+    "untested_note",
     "utc_now",
     "write_html",
 ]
 
 MARK = "*"
+UNTESTED = "\u2020"  # a dagger; LaTeX: $^{\dagger}$
+NOTE_GLOBAL = "no per-user values: mean only, no CI or test"
+NOTE_WEIGHTED = "mean is not a plain average over users (micro or weighted): no CI or test"
 _TEST = {
     "paired_t": "paired t test",
     "wilcoxon": "Wilcoxon signed-rank test",
@@ -115,8 +122,14 @@ def legend(cmp: Comparison, *, best: str = "Bold") -> str:
         f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
         f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
         "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
-        "the paired users. A metric without per-user values has a mean only." + estimates_note(cmp)
+        "the paired users. A metric without per-user values has a mean only."
+        + _sentence(untested_note(cmp))
+        + estimates_note(cmp)
     )
+
+
+def _sentence(text: str) -> str:
+    return f" {text}" if text else ""
 
 
 def estimates_note(cmp: Comparison) -> str:
@@ -150,13 +163,57 @@ def _notes(cmp: Comparison) -> list[str]:
     ]
 
 
+def untested(cmp: Comparison) -> dict[str, str]:
+    """Metric -> why its means have no interval and no test (in request order): the metrics
+    without per-user values and those whose mean weighs them. Every report marks their means
+    with :data:`UNTESTED` and says why under the table (:func:`untested_note`)."""
+    notes = {
+        r["metric"]: r["note"]
+        for r in cmp.table.select("metric", "note").iter_rows(named=True)
+        if r["note"] in (NOTE_GLOBAL, NOTE_WEIGHTED)
+    }
+    out: dict[str, str] = {}
+    for m in cmp.metric_specs:
+        note = notes.get(m.canonical)
+        if note == NOTE_GLOBAL:
+            out[m.canonical] = "no per-user values"
+        elif note == NOTE_WEIGHTED:
+            out[m.canonical] = _weighted_reason(m)
+    return out
+
+
+def _weighted_reason(m: Metric) -> str:
+    """Why a weighted metric has no test, and the spelling of it that has one (the choice of
+    its aggregation parameter that makes the mean a plain mean over users), if any."""
+    if m.sampling is not None or m.spec.aggregation_by is None:
+        return "its mean is not the plain mean of its per-user values"
+    param, table = m.spec.aggregation_by
+    plain = [value for value, how in table if how == "user"]
+    reason = f"its mean weighs the users by {param}={m.str_param(param)}"
+    if plain:
+        values = (*((k, v) for k, v in m.values if k != param), (param, plain[0]))
+        reason += f"; {dataclasses.replace(m, values=values).canonical}, the plain mean over "
+        reason += "users, gets both"
+    return reason
+
+
+def untested_note(cmp: Comparison) -> str:
+    """The sentence under every report's table on the means marked :data:`UNTESTED` (empty
+    when there are none): which metrics and why."""
+    why = untested(cmp)
+    if not why:
+        return ""
+    listed = "; ".join(f"{metric} ({reason})" for metric, reason in why.items())
+    return f"{UNTESTED}: mean only, no interval or test: {listed}."
+
+
 def _model_label(cmp: Comparison, model: str) -> str:
     return f"{model} (baseline)" if model == cmp.baseline else model
 
 
 def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     """The Markdown report (see the module docstring)."""
-    cells, best = _cells(cmp), best_models(cmp)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     head = ["model", *cmp.metrics]
     lines = [
         "| " + " | ".join(_md_escape(h) for h in head) + " |",
@@ -170,6 +227,8 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
             if model in best[key]:
                 mean = f"**{mean}**"
             text = mean
+            if key in marked and row["mean"] is not None:
+                text += f" {UNTESTED}"
             if row["ci_low"] is not None:
                 low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
                 text += f" [{low}, {high}]"
@@ -273,6 +332,9 @@ _LATEX_SPECIAL = {
 }
 
 
+_LATEX_UNTESTED = r"$^{\dagger}$"
+
+
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped.
 
@@ -284,7 +346,7 @@ def latex_escape(text: str) -> str:
 
 def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
-    cells, best = _cells(cmp), best_models(cmp)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     n = len(cmp.metrics)
     lines = [
         r"% requires \usepackage{booktabs}",
@@ -300,6 +362,8 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
             text = _num(row["mean"], digits)
             if model in best[key]:
                 text = rf"\textbf{{{text}}}"
+            if key in marked and row["mean"] is not None:
+                text += _LATEX_UNTESTED
             if row["significant"]:
                 text += rf"$^{{{MARK}}}$"
             if ci and row["ci_low"] is not None:
@@ -312,7 +376,9 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     note = (
         rf"$^{{{MARK}}}$ {latex_escape(_TEST[s['test']])} against "
         rf"{latex_escape(cmp.baseline)}, {corr} correction, adjusted $p \le {s['alpha']:g}$. "
-        r"Bold: best per metric." + latex_escape(estimates_note(cmp))
+        r"Bold: best per metric."
+        + latex_escape(_sentence(untested_note(cmp))).replace(UNTESTED, _LATEX_UNTESTED)
+        + latex_escape(estimates_note(cmp))
     )
     if ci:
         level = round(100 * s["confidence"], 6)
@@ -328,13 +394,15 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
 
 def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     """A plain-text summary (``repr``)."""
-    cells = _cells(cmp)
+    cells, marked = _cells(cmp), untested(cmp)
     rows = [["model", *cmp.metrics]]
     for model in cmp.models:
         row = [_model_label(cmp, model)]
         for key in cmp.metrics:
             c = cells[model, key]
             text = _num(c["mean"], digits)
+            if key in marked and c["mean"] is not None:
+                text += f" {UNTESTED}"
             if c["ci_low"] is not None:
                 text += f" [{_num(c['ci_low'], digits)}, {_num(c['ci_high'], digits)}]"
             if c["significant"]:
@@ -349,8 +417,12 @@ def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     return (
         f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {cmp.baseline}, "
         f"{_CORRECTION.get(s['correction'] or '', 'no')} correction, adjusted p <= "
-        f"{s['alpha']:g}\n)"
+        f"{s['alpha']:g}\n{_indent(untested_note(cmp))})"
     )
+
+
+def _indent(line: str) -> str:
+    return f"  {line}\n" if line else ""
 
 
 def utc_now() -> datetime:
@@ -382,7 +454,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def provenance(cmp: Comparison) -> list[tuple[str, str]]:
-    """``(label, value)`` pairs: the inputs (truth, each run), the evaluation settings (tie
+    """``(label, value)`` pairs: the inputs (truth, each run, then ``train``, ``items``,
+    ``exclude`` and ``candidates`` when given), the evaluation settings (tie
     policy, relevance threshold, no-recs policy, id_type when set), the test, correction,
     alpha and bootstrap, the versions of receval, Python and Polars, and the date (UTC, ISO
     8601, from :func:`utc_now`)."""
@@ -399,7 +472,9 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
         facts += [(f"run {name}", describe_input(run)) for name, run in inputs["runs"].items()]
     evaluated = s.get("evaluate") or {}
     options = inputs["options"] if inputs is not None else {}
-    for key in ("exclude", "candidates"):  # a model source's masks are inputs too
+    # train and the catalog change what is measured (coverage, novelty), and a model
+    # source's masks which items are ranked: inputs too
+    for key in ("train", "items", "exclude", "candidates"):
         if options.get(key) is not None:
             facts.append((key, describe_input(options[key])))
     for key, label in (("ties", "ties"), ("relevance_threshold", "relevance threshold"),
@@ -509,7 +584,7 @@ def _html_provenance(cmp: Comparison) -> str:
 
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
-    cells, best = _cells(cmp), best_models(cmp)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     e = html.escape
     head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
     body = []
@@ -521,6 +596,8 @@ def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
             if model in best[key]:
                 mean = f"<strong>{mean}</strong>"
             text = f'<span class="mean">{mean}</span>'
+            if key in marked and row["mean"] is not None:
+                text += f'<sup class="untested">{UNTESTED}</sup>'
             if row["significant"]:
                 text += f'<sup class="sig">{MARK}</sup>'
             if row["ci_low"] is not None:
