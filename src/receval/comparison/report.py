@@ -18,6 +18,7 @@ import io
 import math
 import os
 import platform
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from receval._errors import InputError
 from receval._version import __version__
 from receval.comparison import plots as plot
+from receval.comparison.text import plain
 from receval.data.io import check_output_path, write_text
 from receval.engines.model import is_model
 from receval.metrics.registry import parse_metric
@@ -42,7 +44,9 @@ __all__ = [
     "estimates_note",
     "format_p",
     "html_tables",
+    "latex_escape",
     "legend",
+    "md_escape",
     "provenance",
     "segment_rows",
     "text_table",
@@ -216,11 +220,11 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     head = ["model", *cmp.metrics]
     lines = [
-        "| " + " | ".join(_md_escape(h) for h in head) + " |",
+        "| " + " | ".join(md_escape(h) for h in head) + " |",
         "| --- |" + " ---: |" * len(cmp.metrics),
     ]
     for model in cmp.models:
-        parts = [_md_escape(_model_label(cmp, model))]
+        parts = [md_escape(_model_label(cmp, model))]
         for key in cmp.metrics:
             row = cells[model, key]
             mean = _num(row["mean"], digits)
@@ -233,10 +237,10 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
                 low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
                 text += f" [{low}, {high}]"
             if row["significant"]:
-                text += f" {MARK}"
-            parts.append(_md_escape(text).replace("\\*\\*", "**"))
+                text += f" \\{MARK}"  # numbers and marks only: no other markup to escape
+            parts.append(text)
         lines.append("| " + " | ".join(parts) + " |")
-    out = ["\n".join(lines), "", _md_escape(legend(cmp))]
+    out = ["\n".join(lines), "", md_escape(legend(cmp))]
     tests = _test_rows(cmp, digits)
     if tests:
         head = ["model", "metric", "p", "p adjusted", "significant", "effect size", "paired users"]
@@ -244,26 +248,48 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
             "| " + " | ".join(head) + " |",
             "| --- | --- |" + " ---: |" * (len(head) - 2),
         ]
-        t_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in tests]
-        out += ["", f"Tests against {_md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
+        t_lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in tests]
+        out += ["", f"Tests against {md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
     by_segment = segment_rows(cmp, digits)
     if by_segment:
         s_lines = [
             "| " + " | ".join(SEGMENT_HEAD) + " |",
             "| --- | --- | --- | --- |" + " ---: |" * (len(SEGMENT_HEAD) - 4),
         ]
-        s_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in by_segment]
+        s_lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in by_segment]
         out += ["", f"By segment ({_segment_note(cmp)}):", "", "\n".join(s_lines)]
     notes = _notes(cmp)
     if notes:
-        out += ["", "Notes:", "", *[f"- {_md_escape(n)}" for n in notes]]
-    facts = [f"- {_md_escape(label)}: {_md_escape(value)}" for label, value in provenance(cmp)]
+        out += ["", "Notes:", "", *[f"- {md_escape(n)}" for n in notes]]
+    facts = [f"- {md_escape(label)}: {md_escape(value)}" for label, value in provenance(cmp)]
     out += ["", "Provenance:", "", *facts]
     return "\n".join(out) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("*", "\\*")
+_MD_SPECIAL = re.compile(r"[\\`*\[\]|~]")
+_MD_UNDERSCORES = re.compile(r"_+")
+
+
+def md_escape(text: str) -> str:
+    """``text`` as Markdown that renders as that text (GitHub/CommonMark with raw HTML on, in a
+    table cell or a list item): on one line (:func:`plain`), ``& < >`` as HTML entities, and a
+    backslash before every character that makes markup (``\\ ` * [ ] | ~``, an ``_`` unless
+    it is inside a word, where it cannot open emphasis).
+
+    >>> md_escape("<b>[x](javascript:1) a|b snake_case _em_")
+    '&lt;b&gt;\\\\[x\\\\](javascript:1) a\\\\|b snake_case \\\\_em\\\\_'
+    """
+    text = html.escape(plain(text), quote=False)
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), text)
+
+    def underscores(m: re.Match[str]) -> str:
+        start, end = m.span()
+        inside = start > 0 and end < len(text) and text[start - 1].isalnum()
+        if inside and text[end].isalnum():
+            return m.group()
+        return "\\_" * len(m.group())
+
+    return _MD_UNDERSCORES.sub(underscores, text)
 
 
 SEGMENT_HEAD = ["segmentation", "segment", "model", "metric", "mean", "interval", "p adjusted",
@@ -319,6 +345,12 @@ def _test_rows(cmp: Comparison, digits: int) -> list[list[str]]:
 
 
 _LATEX_SPECIAL = {
+    "[": "{[}",  # at a row's start it would be the optional argument of the \\ before
+    "]": "{]}",
+    "*": "{*}",  # likewise: \\* is a command
+    "<": r"\textless{}",  # < > | are other glyphs in the default (OT1) font encoding
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
     "\\": r"\textbackslash{}",
     "&": r"\&",
     "%": r"\%",
@@ -336,12 +368,15 @@ _LATEX_UNTESTED = r"$^{\dagger}$"
 
 
 def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped.
+    """``text`` on one line (control characters as spaces: pdflatex stops at some, and a
+    blank line ends the table) with LaTeX's special characters escaped.
 
     >>> latex_escape("ndcg(gain={1: 2})@10 & 50%")
     'ndcg(gain=\\\\{1: 2\\\\})@10 \\\\& 50\\\\%'
+    >>> latex_escape("[x]\\n*y")
+    '{[}x{]} {*}y'
     """
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in plain(text))
 
 
 def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
@@ -573,8 +608,13 @@ def curves_left_out(cmp: Comparison) -> list[str]:
     ]
 
 
+def _html_escape(text: str) -> str:
+    """``text`` as HTML text or attribute value (quotes too), on one line (:func:`plain`)."""
+    return html.escape(plain(text))
+
+
 def _html_provenance(cmp: Comparison) -> str:
-    e = html.escape
+    e = _html_escape
     rows = "".join(
         f'<tr><th scope="row">{e(label)}</th><td>{e(value)}</td></tr>'
         for label, value in provenance(cmp)
@@ -585,7 +625,7 @@ def _html_provenance(cmp: Comparison) -> str:
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
-    e = html.escape
+    e = _html_escape
     head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
     body = []
     for model in cmp.models:
@@ -700,14 +740,14 @@ def write_html(
             left_out = curves_left_out(cmp)
     figs.update(figures or {})
     images = "".join(
-        f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
-        f"<figcaption>{html.escape(cap)}</figcaption></figure>"
+        f'<figure><img alt="{_html_escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
+        f"<figcaption>{_html_escape(cap)}</figcaption></figure>"
         for cap, fig in figs.items()
-    ) + "".join(f'<p class="left-out">{html.escape(line)}</p>' for line in left_out)
+    ) + "".join(f'<p class="left-out">{_html_escape(line)}</p>' for line in left_out)
     doc = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{html_tables(cmp, digits=digits)}"
+        f"<title>{_html_escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_html_escape(title)}</h1>{html_tables(cmp, digits=digits)}"
         f'<div id="plots">{images}</div>{_html_provenance(cmp)}</body></html>\n'
     )
     write_text(doc, target)
