@@ -21,10 +21,12 @@ from receval._errors import InputError, about, check_choice, check_integer
 from receval.comparison import report
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
+    MAX_PERMUTATIONS,
     CiMethod,
     Correction,
     TestName,
     bootstrap_ci,
+    check_count,
     cohens_d,
     correct,
     paired_test,
@@ -462,7 +464,7 @@ def _check_options(
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
         msg = f"alpha must be a number strictly between 0 and 1; got {alpha!r}."
         raise InputError(msg)
-    check_integer("n_permutations", n_permutations, 1)
+    check_count("n_permutations", n_permutations, 1, MAX_PERMUTATIONS)
     check_integer("seed", seed, 0)
 
 

@@ -16,6 +16,7 @@ import dataclasses
 import html
 import io
 import math
+import numbers
 import os
 import platform
 import re
@@ -23,6 +24,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from receval._errors import InputError
 from receval._version import __version__
@@ -37,7 +40,9 @@ if TYPE_CHECKING:
     from receval.metrics.registry import Metric
 
 __all__ = [
+    "MAX_DIGITS",
     "best_models",
+    "check_digits",
     "curve_figures",
     "curves_left_out",
     "describe_input",
@@ -68,6 +73,21 @@ _TEST = {
     "randomization": "Fisher randomization test",
 }
 _CORRECTION = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
+
+
+MAX_DIGITS = 17
+"""The most decimals a report prints (``digits``): float64 holds about 17 significant digits."""
+
+
+def check_digits(digits: object) -> int:
+    """``digits`` as an int, or :class:`InputError` unless it is an integer (numpy's too, not
+    a bool) from 0 to :data:`MAX_DIGITS`."""
+    if isinstance(digits, numbers.Integral) and not isinstance(digits, bool | np.bool_):
+        n = int(digits)
+        if 0 <= n <= MAX_DIGITS:
+            return n
+    msg = f"digits must be an integer from 0 to {MAX_DIGITS} (decimals); got {digits!r}."
+    raise InputError(msg)
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -217,6 +237,7 @@ def _model_label(cmp: Comparison, model: str) -> str:
 
 def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     """The Markdown report (see the module docstring)."""
+    digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     head = ["model", *cmp.metrics]
     lines = [
@@ -381,6 +402,7 @@ def latex_escape(text: str) -> str:
 
 def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
+    digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     n = len(cmp.metrics)
     lines = [
@@ -429,6 +451,7 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
 
 def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     """A plain-text summary (``repr``)."""
+    digits = check_digits(digits)
     cells, marked = _cells(cmp), untested(cmp)
     rows = [["model", *cmp.metrics]]
     for model in cmp.models:
@@ -624,6 +647,7 @@ def _html_provenance(cmp: Comparison) -> str:
 
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
+    digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     e = _html_escape
     head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
@@ -723,6 +747,7 @@ def write_html(
     if target.suffix.lower() not in (".html", ".htm"):
         msg = f"cannot write {str(target)!r}: expected an .html path."
         raise InputError(msg)
+    digits = check_digits(digits)
     check_output_path(target)  # before drawing anything
     figs: dict[str, Any] = {}
     left_out: list[str] = []
