@@ -450,12 +450,12 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
 
 
 def text_table(cmp: Comparison, *, digits: int = 4) -> str:
-    """A plain-text summary (``repr``)."""
+    """A plain-text summary (``repr``); names on one line (:func:`plain`)."""
     digits = check_digits(digits)
     cells, marked = _cells(cmp), untested(cmp)
-    rows = [["model", *cmp.metrics]]
+    rows = [["model", *map(plain, cmp.metrics)]]  # on one line, no terminal escape
     for model in cmp.models:
-        row = [_model_label(cmp, model)]
+        row = [plain(_model_label(cmp, model))]
         for key in cmp.metrics:
             c = cells[model, key]
             text = _num(c["mean"], digits)
@@ -473,7 +473,7 @@ def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     )
     s = cmp.settings
     return (
-        f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {cmp.baseline}, "
+        f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {plain(cmp.baseline)}, "
         f"{_CORRECTION.get(s['correction'] or '', 'no')} correction, adjusted p <= "
         f"{s['alpha']:g}\n{_indent(untested_note(cmp))})"
     )
