@@ -160,6 +160,32 @@ def test_provenance_of_paths(data: receval.datasets.Interactions, tmp_path: Path
     assert facts["date"] == DATE
 
 
+def test_provenance_lists_train_and_items(tmp_path: Path) -> None:
+    """train and items change what is measured (coverage, novelty, the training items a
+    model's lists leave out), so the provenance names them beside exclude (issue 29)."""
+    import numpy as np
+
+    truth = pl.DataFrame({"user": [0, 1, 2, 3], "item": [1, 2, 3, 4]})
+    seen = pl.DataFrame({"user": [0, 1, 2, 3], "item": [0, 0, 5, 5]})
+    train = tmp_path / "train.parquet"
+    seen.write_parquet(train)
+    rng = np.random.default_rng(0)
+    model = receval.FactorModel(rng.normal(size=(4, 2)), rng.normal(size=(6, 2)))
+    cmp = receval.compare(
+        truth, {"a": model}, ["ndcg@3", "coverage@3"], n_resamples=30,
+        train=train, items=pl.DataFrame({"item": range(6)}), exclude=seen,
+    )  # fmt: skip
+    facts = receval.comparison.report.provenance(cmp)
+    labels = [label for label, _ in facts]
+    assert labels[labels.index("run a") + 1 : labels.index("run a") + 4] == [
+        "train", "items", "exclude",
+    ]  # fmt: skip
+    got = dict(facts)
+    assert got["train"] == str(train) and got["items"] == "polars DataFrame, 6 rows"
+    assert got["exclude"] == "polars DataFrame, 4 rows"
+    assert f"- train: {train}" in cmp.to_markdown()
+
+
 def test_date_is_utc(monkeypatch: pytest.MonkeyPatch) -> None:
     paris = datetime(2024, 5, 6, 9, 8, 9, tzinfo=timezone(timedelta(hours=2)))
     monkeypatch.setattr(receval.comparison.report, "utc_now", lambda: paris)

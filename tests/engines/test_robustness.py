@@ -428,3 +428,178 @@ def test_evaluator_returns_or_raises_receval_errors(ops: list[tuple[Any, ...]]) 
         if column.len():
             assert res[name] == pytest.approx(column.mean(), rel=1e-12, abs=1e-15)
     assert ev.compute() == res  # computing again changes nothing
+
+# ------------------------------------------------------------------- report writers (issue 29)
+# Drawn hostile model names, segment labels, digits and paths through every writer of a
+# Comparison (to_markdown, to_latex, to_json, the HTML tables, repr, to_html): each returns or
+# raises a RecevalError, and what it writes is text, never markup: the Markdown rendered by a
+# CommonMark parser (raw HTML on) has only the report's own tags and tables of a constant
+# width, the LaTeX no control character and no cell that changes a row's width, the HTML no
+# tag or attribute from a name.
+
+HOSTILE_NAMES = st.one_of(
+    st.text(
+        alphabet=st.sampled_from(list("ab _<>&|\\*[]()`~$#^%{}!\"'=:/\n\t\r\x00\x1b\u2028é中😀")),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(
+        [
+            "<script>alert(1)</script>",
+            "<img src=x onerror=alert(1)>",
+            "[x](javascript:alert(1))",
+            "a\\|b",
+            "two\nlines",
+            "$$",
+            "$x^2$",
+            "_u_",
+            "**b**",
+            "&amp;",
+            "[y]",
+            "*",
+            "\\",
+        ]
+    ),
+)
+DIGITS = st.one_of(st.integers(-3, 20), st.sampled_from([None, 1.5, True, "2", 10**9]))
+REPORT_TRUTH = {u: {"a": 1, "b": 1} for u in range(6)}
+REPORT_TAGS = {"table", "thead", "tbody", "tr", "th", "td", "p", "strong", "ul", "li"}
+HTML_TAGS = REPORT_TAGS | {"h2", "span", "sup", "html", "head", "meta", "title", "style", "body",
+                           "h1", "div", "figure", "img", "figcaption"}  # fmt: skip
+
+
+def _report_run(j: int) -> dict[int, dict[str, float]]:
+    return {u: {"a": 0.9 if (u + j) % 3 else 0.1, "x": 0.5, "b": 0.2 + j / 100} for u in range(6)}
+
+
+def _shown_name(name: str) -> str:
+    import re
+
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", " ", name)
+
+
+def _html_tags(text: str) -> tuple[set[str], list[str]]:
+    from html.parser import HTMLParser
+
+    found: tuple[set[str], list[str]] = (set(), [])
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            found[0].add(tag)
+            found[1].extend(a for a, _ in attrs if a.startswith("on"))
+
+    Tags().feed(text)
+    return found
+
+
+def _check_markdown(text: str, names: list[str], baseline: str) -> None:
+    import html
+    import re
+
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(text)
+    tags = set(re.findall(r"<([a-z0-9]+)", rendered))
+    assert tags <= REPORT_TAGS, (tags, text)
+    tables = []
+    for table in re.findall(r"<table>(.*?)</table>", rendered, flags=re.S):
+        rows = [
+            [html.unescape(re.sub(r"<[^>]+>", "", c))
+             for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, flags=re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table, flags=re.S)
+        ]  # fmt: skip
+        assert len({len(r) for r in rows}) == 1, (rows, text)
+        tables.append(rows)
+    # a cell is trimmed: a name's own leading and trailing spaces are not shown
+    want = [(_shown_name(n) + (" (baseline)" if n == baseline else "")).strip() for n in names]
+    assert [r[0].strip() for r in tables[0][1:]] == want, (tables[0], text)
+
+
+def _check_latex(text: str, n_models: int, n_metrics: int) -> None:
+    import re
+
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u2028\u2029]", text), repr(text)
+    assert "\n\n" not in text
+    lines = text.splitlines()
+    start = lines.index(r"\midrule") + 1
+    for row in lines[start : start + n_models]:
+        assert len(re.findall(r"(?<!\\)&", row)) == n_metrics, row
+        assert row[0] not in "[*", row
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    names=st.lists(HOSTILE_NAMES, min_size=2, max_size=3, unique=True),
+    labels=st.none() | st.lists(HOSTILE_NAMES, min_size=2, max_size=2),
+    digits=DIGITS,
+)
+def test_report_writers_print_names_as_text(
+    names: list[str], labels: list[str] | None, digits: object
+) -> None:
+    from receval.comparison.report import html_tables, text_table
+
+    runs = {name: _report_run(j) for j, name in enumerate(names)}
+    segments = None if labels is None else {u: labels[u % 2] for u in REPORT_TRUTH}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = receval.compare(
+            REPORT_TRUTH, runs, ["ndcg@2", "mrr", "gauc"], n_resamples=20, segments=segments
+        )
+    assert json.loads(cmp.to_json())["models"] == names  # JSON keeps names exactly
+    valid = isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= 17
+    writers = {
+        "markdown": lambda: cmp.to_markdown(digits=digits),  # type: ignore[arg-type]
+        "latex": lambda: cmp.to_latex(digits=digits, ci=True),  # type: ignore[arg-type]
+        "html": lambda: html_tables(cmp, digits=digits),  # type: ignore[arg-type]
+        "text": lambda: text_table(cmp, digits=digits),  # type: ignore[arg-type]
+    }
+    for kind, write in writers.items():
+        got = _outcome(write)
+        event(f"{kind}: {type(got).__name__}")
+        if not valid:
+            assert isinstance(got, receval.InputError) and "digits" in str(got), got
+            continue
+        assert isinstance(got, str), got
+        if kind == "markdown":
+            _check_markdown(got, names, cmp.baseline)
+        elif kind == "latex":
+            _check_latex(got, len(names), 3)
+        elif kind == "html":
+            tags, handlers = _html_tags(got)
+            assert tags <= HTML_TAGS and not handlers, (tags, handlers, got)
+        else:
+            assert all(_shown_name(n) in got for n in names)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    names=st.lists(HOSTILE_NAMES, min_size=2, max_size=3, unique=True),
+    file=st.text(alphabet=st.sampled_from(list("ab <>&|*[]()`~$#%{}!\"'=:\n\té😀")), max_size=8),
+    title=HOSTILE_NAMES,
+)
+def test_html_report_with_plots_of_hostile_names(
+    names: list[str], file: str, title: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The whole HTML report, figures included (names reach matplotlib: never mathtext), at a
+    drawn path: written, or a RecevalError (a path that cannot be written)."""
+    runs = {name: _report_run(j) for j, name in enumerate(names)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cmp = receval.compare(REPORT_TRUTH, runs, ["ndcg@2", "gauc"], n_resamples=20)
+    target = tmp_path_factory.mktemp("report") / f"{file}.html"
+    got = _outcome(lambda: cmp.to_html(target, title=title))
+    event(f"to_html: {type(got).__name__}")
+    if isinstance(got, receval.RecevalError):
+        return
+    assert isinstance(got, Path), got
+    tags, handlers = _html_tags(got.read_text(encoding="utf-8"))
+    assert tags <= HTML_TAGS and not handlers, (tags, handlers)

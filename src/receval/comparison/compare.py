@@ -19,12 +19,15 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, about, caller_stacklevel, check_choice, check_integer
+from receval.comparison import report
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
+    MAX_PERMUTATIONS,
     CiMethod,
     Correction,
     TestName,
     bootstrap_ci,
+    check_count,
     cohens_d,
     correct,
     paired_test,
@@ -45,8 +48,8 @@ _TEST_NAMES = {
 }
 _CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
 NOTE_BASELINE = "baseline"
-NOTE_GLOBAL = "no per-user values: mean only, no CI or test"
-NOTE_WEIGHTED = "mean is not a plain average over users (micro or weighted): no CI or test"
+NOTE_GLOBAL = report.NOTE_GLOBAL
+NOTE_WEIGHTED = report.NOTE_WEIGHTED
 
 _SCHEMA = {
     "model": pl.String,
@@ -229,7 +232,9 @@ class Comparison:
             With ``plots``: a metric@K curve for K = 1..K of each compared ranking metric with
             a cutoff (its largest K, at most 100) and the runs' ROC curves when a
             classification metric is compared, drawn from the comparison's own inputs (the
-            runs are evaluated again at each K). Left out when the inputs are not known.
+            runs are evaluated again at each K). Left out when the inputs are not known. A
+            model source has no ROC curve (no recommendation rows): the report says so under
+            its figures.
         title:
             The page title.
         figures:
@@ -492,7 +497,7 @@ def _check_options(
     if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
         msg = f"alpha must be a number strictly between 0 and 1; got {alpha!r}."
         raise InputError(msg)
-    check_integer("n_permutations", n_permutations, 1)
+    check_count("n_permutations", n_permutations, 1, MAX_PERMUTATIONS)
     check_integer("seed", seed, 0)
 
 

@@ -41,7 +41,9 @@ import numpy as np
 
 from receval._errors import InputError, about, check_choice
 from receval.arrays.classification import auc, average_precision, pr_curve, roc_curve
+from receval.comparison.text import plain
 from receval.data.io import atomic_path
+from receval.engines.model import is_model
 from receval.evaluation import evaluate
 from receval.families.pointwise import labelled_rows
 from receval.metrics.registry import parse_metric
@@ -52,7 +54,16 @@ if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
     from receval.metrics.result import Result
 
-__all__ = ["MAX_KS", "intervals", "metric_at_k", "per_user", "pr", "roc", "segments"]
+__all__ = [
+    "INTERVALS_PER_ROW",
+    "MAX_KS",
+    "intervals",
+    "metric_at_k",
+    "per_user",
+    "pr",
+    "roc",
+    "segments",
+]
 
 MAX_KS = 10_000
 """The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
@@ -65,6 +76,18 @@ def _new_figure(width: float = 6.4, height: float = 4.8) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
+
+
+def _literal(text: str) -> str:
+    """``text`` as matplotlib draws it literally: on one line (control characters as spaces)
+    and with each ``$`` escaped, so that a name is never read as mathtext (``$$`` raised,
+    ``$x^2$`` was drawn as math). Every name, label and title of these plots goes through it.
+    """
+    return plain(text).replace("$", r"\$")
+
+
+# Legends are given their handles: without them matplotlib leaves out every artist whose
+# label starts with "_" (a model named "_new" would vanish from the legend).
 
 
 def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
@@ -89,6 +112,24 @@ def _check_runs(runs: Mapping[str, Any]) -> None:
         msg = (
             "runs must be a non-empty mapping {model name: recommendations}; got "
             f"{type(runs).__name__}{' (empty)' if isinstance(runs, Mapping) else ''}."
+        )
+        raise InputError(msg)
+
+
+MODEL_ROWS = (
+    "a model has no recommendation rows, and the curve over every user x catalog item would "
+    "compare raw scores of different users, which has no meaning (the reason evaluate refuses "
+    "auc from a model)"
+)
+"""Why :func:`roc` and :func:`pr` draw no model source (the HTML report says it too)."""
+
+
+def _check_not_model(name: str, recs: Any, what: str) -> None:
+    if is_model(recs):
+        msg = (
+            f"run {name!r} is a model source ({type(recs).__name__}): {what} draws a run's "
+            f"recommendation rows; {MODEL_ROWS}. Compare gauc (each user's exact AUC over "
+            f"their candidates), or draw receval.topk(model, k), a recommendations table."
         )
         raise InputError(msg)
 
@@ -139,8 +180,11 @@ def roc(
     ``id_type`` types the ids as :func:`receval.evaluate`'s does.
     """
     _check_runs(runs)
+    for name, recs in runs.items():
+        _check_not_model(name, recs, "roc")
     fig = _new_figure()
     ax = fig.add_subplot()
+    handles: list[Any] = []
     for name, recs in runs.items():
         with about(f"run {name!r}"):
             labels, scores = _labelled(
@@ -151,15 +195,16 @@ def roc(
         fpr, tpr, _ = roc_curve(labels, scores)
         # the corners only: points inside a straight run change nothing that is drawn
         bends = np.r_[True, (np.diff(fpr, 2) != 0) | (np.diff(tpr, 2) != 0), True]
-        ax.plot(fpr[bends], tpr[bends], label=f"{name} (AUC = {auc(labels, scores):.4f})")
-    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
+        label = _literal(f"{name} (AUC = {auc(labels, scores):.4f})")
+        handles += ax.plot(fpr[bends], tpr[bends], label=label)
+    handles += ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
     ax.set_xlabel("false positive rate")
     ax.set_ylabel("true positive rate")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.01)
-    ax.legend(loc="lower right")
+    ax.legend(handles=handles, loc="lower right")
     if title:
-        ax.set_title(title)
+        ax.set_title(_literal(title))
     return _finish(fig, path)
 
 
@@ -179,8 +224,11 @@ def pr(
     """Precision-recall curves of the runs' recommendation rows (labelled as for :func:`roc`),
     drawn as steps, one line per run; the legend gives :func:`receval.average_precision`."""
     _check_runs(runs)
+    for name, recs in runs.items():
+        _check_not_model(name, recs, "pr")
     fig = _new_figure()
     ax = fig.add_subplot()
+    handles: list[Any] = []
     for name, recs in runs.items():
         with about(f"run {name!r}"):
             labels, scores = _labelled(
@@ -190,14 +238,15 @@ def pr(
             )  # fmt: skip
         precision, recall, _ = pr_curve(labels, scores)
         ap = average_precision(labels, scores)
-        ax.plot(recall, precision, drawstyle="steps-post", label=f"{name} (AP = {ap:.4f})")
+        label = _literal(f"{name} (AP = {ap:.4f})")
+        handles += ax.plot(recall, precision, drawstyle="steps-post", label=label)
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.01)
-    ax.legend(loc="upper right")
+    ax.legend(handles=handles, loc="upper right")
     if title:
-        ax.set_title(title)
+        ax.set_title(_literal(title))
     return _finish(fig, path)
 
 
@@ -231,17 +280,19 @@ def metric_at_k(
     names = [f"{base.canonical}@{k}" for k in k_list]
     fig = _new_figure()
     ax = fig.add_subplot()
+    handles: list[Any] = []
     for name, recs in runs.items():
         with about(f"run {name!r}"):
             means = evaluate(truth, recs, names, **options).means  # canonical names: no parsing
-        ax.plot(k_list, [means[n] for n in names], marker="o", markersize=3, label=name)
+        means_k = [means[n] for n in names]
+        handles += ax.plot(k_list, means_k, marker="o", markersize=3, label=_literal(name))
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # cutoffs are whole numbers
     ax.set_xlabel("K")
-    ax.set_ylabel(f"{base.canonical}@K")
-    ax.legend()
-    ax.set_title(title if title is not None else f"{base.canonical}@K")
+    ax.set_ylabel(_literal(f"{base.canonical}@K"))
+    ax.legend(handles=handles)
+    ax.set_title(_literal(title if title is not None else f"{base.canonical}@K"))
     return _finish(fig, path)
 
 
@@ -324,10 +375,10 @@ def per_user(
         ax.violinplot(
             [data[i] for i in nonempty], positions=[positions[i] for i in nonempty], showmeans=True
         )
-    ax.set_xticks(positions, names)
+    ax.set_xticks(positions, [_literal(n) for n in names])
     key = parse_metric(metric).canonical
-    ax.set_ylabel(f"{key} per user")
-    ax.set_title(title if title is not None else f"{key}: per-user values")
+    ax.set_ylabel(_literal(f"{key} per user"))
+    ax.set_title(_literal(title if title is not None else f"{key}: per-user values"))
     return _finish(fig, path)
 
 
@@ -339,7 +390,8 @@ def intervals(
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
     """Each model's mean with its bootstrap interval, one panel per metric (models on the
-    vertical axis, the baseline's mean as a dashed line, significant differences in red).
+    vertical axis, the baseline's mean as a dashed line, significant differences in red), at
+    most :data:`INTERVALS_PER_ROW` (3) panels a row: more metrics wrap to more rows.
 
     A legend under the panels explains the colours: the baseline (black, its mean dashed),
     ``significant (adjusted p <= alpha)`` (red), ``not significant`` (blue) and, when some
@@ -359,8 +411,13 @@ def intervals(
         )
         raise InputError(msg)
     models = list(comparison.models)
-    fig = _new_figure(3.2 * len(keys) + 1.0, 0.5 * len(models) + 1.6)
-    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    n_cols = min(len(keys), INTERVALS_PER_ROW)
+    n_rows = -(-len(keys) // n_cols)
+    fig = _new_figure(3.2 * n_cols + 1.0, (0.5 * len(models) + 1.2) * n_rows + 0.6)
+    grid = fig.subplots(n_rows, n_cols, squeeze=False)
+    for ax in grid.ravel()[len(keys) :]:  # the last row's empty places
+        fig.delaxes(ax)
+    axes = grid.ravel()[: len(keys)]
     cells: dict[str, dict[str, dict[str, Any]]] = {}  # metric -> model -> row, in one pass
     for r in comparison.table.iter_rows(named=True):
         cells.setdefault(r["metric"], {})[r["model"]] = r
@@ -385,15 +442,21 @@ def intervals(
         base_mean = rows[comparison.baseline]["mean"]
         if base_mean is not None:
             ax.axvline(base_mean, linestyle="--", color="grey", linewidth=1)
-        ax.set_yticks(range(len(models)), models if ax is axes[0] else [""] * len(models))
+        first = ax is axes[0] or ax.get_subplotspec().is_first_col()
+        shown = [_literal(m) for m in models] if first else [""] * len(models)
+        ax.set_yticks(range(len(models)), shown)
         ax.set_ylim(-0.6, len(models) - 0.4)
         ax.invert_yaxis()
-        ax.set_title(key)
+        ax.set_title(_literal(key))
     _intervals_legend(fig, comparison, untested)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_literal(title))
     return _finish(fig, path)
 
+
+INTERVALS_PER_ROW = 3
+"""The most panels (metrics) in a row of :func:`intervals`; more metrics wrap to more rows,
+so that each panel stays wide enough to read (eight metrics: three rows of three)."""
 
 _BASELINE, _SIGNIFICANT, _NOT_SIGNIFICANT, _UNTESTED = "black", "tab:red", "tab:blue", "tab:gray"
 
@@ -404,7 +467,7 @@ def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> No
 
     alpha = comparison.settings.get("alpha", 0.05)
     entries = [
-        (f"baseline: {comparison.baseline} (mean dashed)", _BASELINE),
+        (_literal(f"baseline: {comparison.baseline} (mean dashed)"), _BASELINE),
         (f"significant (adjusted p <= {alpha:g})", _SIGNIFICANT),
         ("not significant", _NOT_SIGNIFICANT),
     ]
@@ -460,6 +523,7 @@ def segments(
     axes = fig.subplots(1, len(keys), squeeze=False)[0]
     width = 0.8 / max(1, len(models))
     x = np.arange(len(labels), dtype=float)
+    handles: list[Any] = []
     for ax, key in zip(axes, keys, strict=True):
         for j, model in enumerate(models):
             pos = x - 0.4 + width * (j + 0.5)
@@ -470,13 +534,15 @@ def segments(
             high = [c["ci_high"] - m if c is not None and c["ci_high"] is not None else 0.0
                     for m, c in zip(means, got, strict=True)]  # fmt: skip
             has_ci = any(low) or any(high)
-            ax.bar(pos, means, width, yerr=[low, high] if has_ci else None, capsize=2,
-                   label=model)  # fmt: skip
+            bars = ax.bar(pos, means, width, yerr=[low, high] if has_ci else None, capsize=2,
+                          label=_literal(model))  # fmt: skip
+            if ax is axes[0]:
+                handles.append(bars)
             for p, m, c in zip(pos, means, got, strict=True):
                 if c is not None and c["significant"]:
                     ax.annotate("*", (p, m), ha="center", va="bottom", color=_SIGNIFICANT)
-        ax.set_xticks(x, labels)
-        ax.set_title(key)
-    axes[0].legend(fontsize="small")
-    fig.suptitle(title or f"by segment: {segmentation}")
+        ax.set_xticks(x, [_literal(label) for label in labels])
+        ax.set_title(_literal(key))
+    axes[0].legend(handles=handles, fontsize="small")
+    fig.suptitle(_literal(title or f"by segment: {segmentation}"))
     return _finish(fig, path)

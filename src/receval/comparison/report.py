@@ -12,49 +12,82 @@ settings, the versions and the date (UTC; :func:`utc_now`, which tests replace).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import io
 import math
+import numbers
 import os
 import platform
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from receval._errors import InputError
 from receval._version import __version__
 from receval.comparison import plots as plot
+from receval.comparison.text import plain
 from receval.data.io import check_output_path, write_text
+from receval.engines.model import is_model
 from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
+    from receval.metrics.registry import Metric
 
 __all__ = [
+    "MAX_DIGITS",
     "best_models",
+    "check_digits",
     "curve_figures",
+    "curves_left_out",
     "describe_input",
     "estimates_note",
     "format_p",
     "html_tables",
+    "latex_escape",
     "legend",
+    "md_escape",
     "provenance",
     "segment_rows",
     "text_table",
     "to_latex",
     "to_markdown",
+    "untested",
+    "untested_note",
     "utc_now",
     "write_html",
 ]
 
 MARK = "*"
+UNTESTED = "\u2020"  # a dagger; LaTeX: $^{\dagger}$
+NOTE_GLOBAL = "no per-user values: mean only, no CI or test"
+NOTE_WEIGHTED = "mean is not a plain average over users (micro or weighted): no CI or test"
 _TEST = {
     "paired_t": "paired t test",
     "wilcoxon": "Wilcoxon signed-rank test",
     "randomization": "Fisher randomization test",
 }
 _CORRECTION = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
+
+
+MAX_DIGITS = 17
+"""The most decimals a report prints (``digits``): float64 holds about 17 significant digits."""
+
+
+def check_digits(digits: object) -> int:
+    """``digits`` as an int, or :class:`InputError` unless it is an integer (numpy's too, not
+    a bool) from 0 to :data:`MAX_DIGITS`."""
+    if isinstance(digits, numbers.Integral) and not isinstance(digits, bool | np.bool_):
+        n = int(digits)
+        if 0 <= n <= MAX_DIGITS:
+            return n
+    msg = f"digits must be an integer from 0 to {MAX_DIGITS} (decimals); got {digits!r}."
+    raise InputError(msg)
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -113,8 +146,14 @@ def legend(cmp: Comparison, *, best: str = "Bold") -> str:
         f"baseline {cmp.baseline} by a two-sided {test}, {corr} correction across all "
         f"{_n_tests(cmp)} comparisons, adjusted p <= {s['alpha']:g}. "
         "Effect size: paired Cohen's d = mean(model - baseline) / sd(model - baseline) over "
-        "the paired users. A metric without per-user values has a mean only." + estimates_note(cmp)
+        "the paired users. A metric without per-user values has a mean only."
+        + _sentence(untested_note(cmp))
+        + estimates_note(cmp)
     )
+
+
+def _sentence(text: str) -> str:
+    return f" {text}" if text else ""
 
 
 def estimates_note(cmp: Comparison) -> str:
@@ -148,34 +187,81 @@ def _notes(cmp: Comparison) -> list[str]:
     ]
 
 
+def untested(cmp: Comparison) -> dict[str, str]:
+    """Metric -> why its means have no interval and no test (in request order): the metrics
+    without per-user values and those whose mean weighs them. Every report marks their means
+    with :data:`UNTESTED` and says why under the table (:func:`untested_note`)."""
+    notes = {
+        r["metric"]: r["note"]
+        for r in cmp.table.select("metric", "note").iter_rows(named=True)
+        if r["note"] in (NOTE_GLOBAL, NOTE_WEIGHTED)
+    }
+    out: dict[str, str] = {}
+    for m in cmp.metric_specs:
+        note = notes.get(m.canonical)
+        if note == NOTE_GLOBAL:
+            out[m.canonical] = "no per-user values"
+        elif note == NOTE_WEIGHTED:
+            out[m.canonical] = _weighted_reason(m)
+    return out
+
+
+def _weighted_reason(m: Metric) -> str:
+    """Why a weighted metric has no test, and the spelling of it that has one (the choice of
+    its aggregation parameter that makes the mean a plain mean over users), if any."""
+    if m.sampling is not None or m.spec.aggregation_by is None:
+        return "its mean is not the plain mean of its per-user values"
+    param, table = m.spec.aggregation_by
+    plain = [value for value, how in table if how == "user"]
+    reason = f"its mean weighs the users by {param}={m.str_param(param)}"
+    if plain:
+        values = (*((k, v) for k, v in m.values if k != param), (param, plain[0]))
+        reason += f"; {dataclasses.replace(m, values=values).canonical}, the plain mean over "
+        reason += "users, gets both"
+    return reason
+
+
+def untested_note(cmp: Comparison) -> str:
+    """The sentence under every report's table on the means marked :data:`UNTESTED` (empty
+    when there are none): which metrics and why."""
+    why = untested(cmp)
+    if not why:
+        return ""
+    listed = "; ".join(f"{metric} ({reason})" for metric, reason in why.items())
+    return f"{UNTESTED}: mean only, no interval or test: {listed}."
+
+
 def _model_label(cmp: Comparison, model: str) -> str:
     return f"{model} (baseline)" if model == cmp.baseline else model
 
 
 def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
     """The Markdown report (see the module docstring)."""
-    cells, best = _cells(cmp), best_models(cmp)
+    digits = check_digits(digits)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     head = ["model", *cmp.metrics]
     lines = [
-        "| " + " | ".join(_md_escape(h) for h in head) + " |",
+        "| " + " | ".join(md_escape(h) for h in head) + " |",
         "| --- |" + " ---: |" * len(cmp.metrics),
     ]
     for model in cmp.models:
-        parts = [_md_escape(_model_label(cmp, model))]
+        parts = [md_escape(_model_label(cmp, model))]
         for key in cmp.metrics:
             row = cells[model, key]
             mean = _num(row["mean"], digits)
             if model in best[key]:
                 mean = f"**{mean}**"
             text = mean
+            if key in marked and row["mean"] is not None:
+                text += f" {UNTESTED}"
             if row["ci_low"] is not None:
                 low, high = _num(row["ci_low"], digits), _num(row["ci_high"], digits)
                 text += f" [{low}, {high}]"
             if row["significant"]:
-                text += f" {MARK}"
-            parts.append(_md_escape(text).replace("\\*\\*", "**"))
+                text += f" \\{MARK}"  # numbers and marks only: no other markup to escape
+            parts.append(text)
         lines.append("| " + " | ".join(parts) + " |")
-    out = ["\n".join(lines), "", _md_escape(legend(cmp))]
+    out = ["\n".join(lines), "", md_escape(legend(cmp))]
     tests = _test_rows(cmp, digits)
     if tests:
         head = ["model", "metric", "p", "p adjusted", "significant", "effect size", "paired users"]
@@ -183,26 +269,48 @@ def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
             "| " + " | ".join(head) + " |",
             "| --- | --- |" + " ---: |" * (len(head) - 2),
         ]
-        t_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in tests]
-        out += ["", f"Tests against {_md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
+        t_lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in tests]
+        out += ["", f"Tests against {md_escape(cmp.baseline)}:", "", "\n".join(t_lines)]
     by_segment = segment_rows(cmp, digits)
     if by_segment:
         s_lines = [
             "| " + " | ".join(SEGMENT_HEAD) + " |",
             "| --- | --- | --- | --- |" + " ---: |" * (len(SEGMENT_HEAD) - 4),
         ]
-        s_lines += ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in by_segment]
+        s_lines += ["| " + " | ".join(md_escape(c) for c in r) + " |" for r in by_segment]
         out += ["", f"By segment ({_segment_note(cmp)}):", "", "\n".join(s_lines)]
     notes = _notes(cmp)
     if notes:
-        out += ["", "Notes:", "", *[f"- {_md_escape(n)}" for n in notes]]
-    facts = [f"- {_md_escape(label)}: {_md_escape(value)}" for label, value in provenance(cmp)]
+        out += ["", "Notes:", "", *[f"- {md_escape(n)}" for n in notes]]
+    facts = [f"- {md_escape(label)}: {md_escape(value)}" for label, value in provenance(cmp)]
     out += ["", "Provenance:", "", *facts]
     return "\n".join(out) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("*", "\\*")
+_MD_SPECIAL = re.compile(r"[\\`*\[\]|~]")
+_MD_UNDERSCORES = re.compile(r"_+")
+
+
+def md_escape(text: str) -> str:
+    """``text`` as Markdown that renders as that text (GitHub/CommonMark with raw HTML on, in a
+    table cell or a list item): on one line (:func:`plain`), ``& < >`` as HTML entities, and a
+    backslash before every character that makes markup (``\\ ` * [ ] | ~``, an ``_`` unless
+    it is inside a word, where it cannot open emphasis).
+
+    >>> md_escape("<b>[x](javascript:1) a|b snake_case _em_")
+    '&lt;b&gt;\\\\[x\\\\](javascript:1) a\\\\|b snake_case \\\\_em\\\\_'
+    """
+    text = html.escape(plain(text), quote=False)
+    text = _MD_SPECIAL.sub(lambda m: "\\" + m.group(), text)
+
+    def underscores(m: re.Match[str]) -> str:
+        start, end = m.span()
+        inside = start > 0 and end < len(text) and text[start - 1].isalnum()
+        if inside and text[end].isalnum():
+            return m.group()
+        return "\\_" * len(m.group())
+
+    return _MD_UNDERSCORES.sub(underscores, text)
 
 
 SEGMENT_HEAD = ["segmentation", "segment", "model", "metric", "mean", "interval", "p adjusted",
@@ -258,6 +366,12 @@ def _test_rows(cmp: Comparison, digits: int) -> list[list[str]]:
 
 
 _LATEX_SPECIAL = {
+    "[": "{[}",  # at a row's start it would be the optional argument of the \\ before
+    "]": "{]}",
+    "*": "{*}",  # likewise: \\* is a command
+    "<": r"\textless{}",  # < > | are other glyphs in the default (OT1) font encoding
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
     "\\": r"\textbackslash{}",
     "&": r"\&",
     "%": r"\%",
@@ -271,18 +385,25 @@ _LATEX_SPECIAL = {
 }
 
 
+_LATEX_UNTESTED = r"$^{\dagger}$"
+
+
 def latex_escape(text: str) -> str:
-    """``text`` with LaTeX's special characters escaped.
+    """``text`` on one line (control characters as spaces: pdflatex stops at some, and a
+    blank line ends the table) with LaTeX's special characters escaped.
 
     >>> latex_escape("ndcg(gain={1: 2})@10 & 50%")
     'ndcg(gain=\\\\{1: 2\\\\})@10 \\\\& 50\\\\%'
+    >>> latex_escape("[x]\\n*y")
+    '{[}x{]} {*}y'
     """
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in text)
+    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in plain(text))
 
 
 def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
-    cells, best = _cells(cmp), best_models(cmp)
+    digits = check_digits(digits)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
     n = len(cmp.metrics)
     lines = [
         r"% requires \usepackage{booktabs}",
@@ -298,6 +419,8 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
             text = _num(row["mean"], digits)
             if model in best[key]:
                 text = rf"\textbf{{{text}}}"
+            if key in marked and row["mean"] is not None:
+                text += _LATEX_UNTESTED
             if row["significant"]:
                 text += rf"$^{{{MARK}}}$"
             if ci and row["ci_low"] is not None:
@@ -310,7 +433,9 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     note = (
         rf"$^{{{MARK}}}$ {latex_escape(_TEST[s['test']])} against "
         rf"{latex_escape(cmp.baseline)}, {corr} correction, adjusted $p \le {s['alpha']:g}$. "
-        r"Bold: best per metric." + latex_escape(estimates_note(cmp))
+        r"Bold: best per metric."
+        + latex_escape(_sentence(untested_note(cmp))).replace(UNTESTED, _LATEX_UNTESTED)
+        + latex_escape(estimates_note(cmp))
     )
     if ci:
         level = round(100 * s["confidence"], 6)
@@ -325,14 +450,17 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
 
 
 def text_table(cmp: Comparison, *, digits: int = 4) -> str:
-    """A plain-text summary (``repr``)."""
-    cells = _cells(cmp)
-    rows = [["model", *cmp.metrics]]
+    """A plain-text summary (``repr``); names on one line (:func:`plain`)."""
+    digits = check_digits(digits)
+    cells, marked = _cells(cmp), untested(cmp)
+    rows = [["model", *map(plain, cmp.metrics)]]  # on one line, no terminal escape
     for model in cmp.models:
-        row = [_model_label(cmp, model)]
+        row = [plain(_model_label(cmp, model))]
         for key in cmp.metrics:
             c = cells[model, key]
             text = _num(c["mean"], digits)
+            if key in marked and c["mean"] is not None:
+                text += f" {UNTESTED}"
             if c["ci_low"] is not None:
                 text += f" [{_num(c['ci_low'], digits)}, {_num(c['ci_high'], digits)}]"
             if c["significant"]:
@@ -345,10 +473,14 @@ def text_table(cmp: Comparison, *, digits: int = 4) -> str:
     )
     s = cmp.settings
     return (
-        f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {cmp.baseline}, "
+        f"Comparison(\n{body}\n  {MARK}: {_TEST[s['test']]} against {plain(cmp.baseline)}, "
         f"{_CORRECTION.get(s['correction'] or '', 'no')} correction, adjusted p <= "
-        f"{s['alpha']:g}\n)"
+        f"{s['alpha']:g}\n{_indent(untested_note(cmp))})"
     )
+
+
+def _indent(line: str) -> str:
+    return f"  {line}\n" if line else ""
 
 
 def utc_now() -> datetime:
@@ -380,7 +512,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def provenance(cmp: Comparison) -> list[tuple[str, str]]:
-    """``(label, value)`` pairs: the inputs (truth, each run), the evaluation settings (tie
+    """``(label, value)`` pairs: the inputs (truth, each run, then ``train``, ``items``,
+    ``exclude`` and ``candidates`` when given), the evaluation settings (tie
     policy, relevance threshold, no-recs policy, id_type when set), the test, correction,
     alpha and bootstrap, the versions of receval, Python and Polars, and the date (UTC, ISO
     8601, from :func:`utc_now`)."""
@@ -397,7 +530,9 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
         facts += [(f"run {name}", describe_input(run)) for name, run in inputs["runs"].items()]
     evaluated = s.get("evaluate") or {}
     options = inputs["options"] if inputs is not None else {}
-    for key in ("exclude", "candidates"):  # a model source's masks are inputs too
+    # train and the catalog change what is measured (coverage, novelty), and a model
+    # source's masks which items are ranked: inputs too
+    for key in ("train", "items", "exclude", "candidates"):
         if options.get(key) is not None:
             facts.append((key, describe_input(options[key])))
     for key, label in (("ties", "ties"), ("relevance_threshold", "relevance threshold"),
@@ -431,39 +566,78 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
 _MAX_CURVE_K = 100
 
 
+def _classification(cmp: Comparison) -> bool:
+    """Whether a classification metric (not a sampled estimate) is among the compared ones."""
+    return any(
+        m.sampling is None and m.spec.family == "classification"
+        for m in map(parse_metric, cmp.metrics)
+    )
+
+
+def _model_runs(cmp: Comparison) -> list[str]:
+    """The runs of ``cmp``'s inputs that are model sources (no recommendation rows)."""
+    inputs = cmp.inputs
+    if inputs is None:
+        return []
+    return [name for name, run in inputs["runs"].items() if is_model(run)]
+
+
 def curve_figures(cmp: Comparison) -> dict[str, Any]:
     """The HTML report's curves, drawn from the comparison's inputs (none when they are not
     known): metric@K for K = 1..K of each ranking metric with a cutoff (one curve per base
     metric, its largest K, at most 100), and the runs' ROC curves when a classification
-    metric is among the compared ones."""
+    metric is among the compared ones. A model source has no ROC curve (see
+    :func:`curves_left_out`): the ROC figure draws the other runs, and is left out when every
+    run is a model."""
 
     inputs = cmp.inputs
     if inputs is None:
         return {}
     truth, runs, options = inputs["truth"], inputs["runs"], inputs["options"]
     longest: dict[str, int] = {}
-    classification = False
     for name in cmp.metrics:
         m = parse_metric(name)
         if m.sampling is not None:  # no curve of a sampled estimate
             continue
-        classification |= m.spec.family == "classification"
         if m.spec.family == "ranking" and m.k is not None:
             base = m.canonical.rsplit("@", 1)[0]
             longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
     figures: dict[str, Any] = {}
     for base, k in longest.items():
         figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
-    if classification:
+    models = set(_model_runs(cmp))
+    tables = {name: run for name, run in runs.items() if name not in models}
+    if _classification(cmp) and tables:
         keys = ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold",
                 "id_type")  # fmt: skip
         roc_options = {key: options[key] for key in keys if key in options}
-        figures["ROC curves"] = plot.roc(truth, runs, **roc_options)
+        figures["ROC curves"] = plot.roc(truth, tables, **roc_options)
     return figures
 
 
+def curves_left_out(cmp: Comparison) -> list[str]:
+    """What :func:`curve_figures` leaves out and why, one sentence each (the HTML report
+    prints them under its figures): the ROC curves of model runs."""
+    models = _model_runs(cmp)
+    if not models or not _classification(cmp):
+        return []
+    many = len(models) > 1
+    names = ", ".join(models[:-1]) + " and " + models[-1] if many else models[0]
+    return [
+        f"Left out: the ROC curve{'s' if many else ''} of {names} "
+        f"(model source{'s' if many else ''}): {plot.MODEL_ROWS}. gauc in the tables is each "
+        "user's exact AUC over their candidates; the ROC of a model's top K is "
+        "receval.plot.roc(truth, {name: receval.topk(model, k)})."
+    ]
+
+
+def _html_escape(text: str) -> str:
+    """``text`` as HTML text or attribute value (quotes too), on one line (:func:`plain`)."""
+    return html.escape(plain(text))
+
+
 def _html_provenance(cmp: Comparison) -> str:
-    e = html.escape
+    e = _html_escape
     rows = "".join(
         f'<tr><th scope="row">{e(label)}</th><td>{e(value)}</td></tr>'
         for label, value in provenance(cmp)
@@ -473,8 +647,9 @@ def _html_provenance(cmp: Comparison) -> str:
 
 def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
-    cells, best = _cells(cmp), best_models(cmp)
-    e = html.escape
+    digits = check_digits(digits)
+    cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
+    e = _html_escape
     head = "".join(f"<th>{e(k)}</th>" for k in cmp.metrics)
     body = []
     for model in cmp.models:
@@ -485,6 +660,8 @@ def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
             if model in best[key]:
                 mean = f"<strong>{mean}</strong>"
             text = f'<span class="mean">{mean}</span>'
+            if key in marked and row["mean"] is not None:
+                text += f'<sup class="untested">{UNTESTED}</sup>'
             if row["significant"]:
                 text += f'<sup class="sig">{MARK}</sup>'
             if row["ci_low"] is not None:
@@ -570,8 +747,10 @@ def write_html(
     if target.suffix.lower() not in (".html", ".htm"):
         msg = f"cannot write {str(target)!r}: expected an .html path."
         raise InputError(msg)
+    digits = check_digits(digits)
     check_output_path(target)  # before drawing anything
     figs: dict[str, Any] = {}
+    left_out: list[str] = []
     if plots:
         figs["Means with bootstrap intervals"] = plot.intervals(cmp)
         with_ci = set(cmp.table.filter(cmp.table["ci_low"].is_not_null())["metric"])
@@ -583,16 +762,17 @@ def write_html(
                 figs[f"By segment: {name}"] = plot.segments(cmp, name)
         if curves:
             figs.update(curve_figures(cmp))
+            left_out = curves_left_out(cmp)
     figs.update(figures or {})
     images = "".join(
-        f'<figure><img alt="{html.escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
-        f"<figcaption>{html.escape(cap)}</figcaption></figure>"
+        f'<figure><img alt="{_html_escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
+        f"<figcaption>{_html_escape(cap)}</figcaption></figure>"
         for cap, fig in figs.items()
-    )
+    ) + "".join(f'<p class="left-out">{_html_escape(line)}</p>' for line in left_out)
     doc = (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{html_tables(cmp, digits=digits)}"
+        f"<title>{_html_escape(title)}</title><style>{_CSS}</style></head><body>"
+        f"<h1>{_html_escape(title)}</h1>{html_tables(cmp, digits=digits)}"
         f'<div id="plots">{images}</div>{_html_provenance(cmp)}</body></html>\n'
     )
     write_text(doc, target)

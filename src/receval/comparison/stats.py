@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import numbers
 import warnings
 from types import ModuleType
 from typing import Literal, get_args
@@ -25,7 +26,7 @@ from typing import Literal, get_args
 import numba
 import numpy as np
 
-from receval._errors import InputError, check_choice, check_integer
+from receval._errors import InputError, check_choice
 
 __all__ = [
     "CiMethod",
@@ -46,6 +47,43 @@ Correction = Literal["holm", "bonferroni", "bh"]
 CiMethod = Literal["bca", "percentile"]
 
 _CELLS_PER_CHUNK = 1 << 22  # resample-matrix cells per chunk (~32 MiB of float64)
+
+MAX_RESAMPLES = 1_000_000
+"""The most bootstrap resamples (``n_resamples``): the resample means of every model are held
+at once (8 bytes per resample and model, 8 MB per model here), and past a few thousand an
+interval's bounds move less than their own bootstrap error."""
+
+MAX_PERMUTATIONS = 10_000_000
+"""The most sign vectors of the randomization test (``n_permutations``): a p-value resolved to
+1e-7, and already minutes of work on a large test set."""
+
+
+def check_count(name: str, value: object, low: int, high: int) -> int:
+    """``value`` as an int, or :class:`InputError` unless it is an integer (numpy's too, not a
+    bool) from ``low`` to ``high``.
+
+    >>> check_count("n_resamples", 10**12, 2, MAX_RESAMPLES)
+    Traceback (most recent call last):
+    ...
+    receval._errors.InputError: n_resamples must be an integer from 2 to 1,000,000; got 10...0.
+    """
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        n = int(value)
+        if low <= n <= high:
+            return n
+    msg = f"{name} must be an integer from {low} to {high:,}; got {value!r}."
+    raise InputError(msg)
+
+
+def check_confidence(confidence: object) -> float:
+    """``confidence`` as a float, or :class:`InputError` unless it is a number strictly
+    between 0 and 1."""
+    if isinstance(confidence, numbers.Real) and not isinstance(confidence, bool | np.bool_):
+        level = float(confidence)
+        if 0 < level < 1:
+            return level
+    msg = f"confidence must be a number strictly between 0 and 1; got {confidence!r}."
+    raise InputError(msg)
 
 
 def _scipy(name: str) -> ModuleType:
@@ -135,15 +173,13 @@ def randomization(
     >>> randomization(np.ones(4), np.ones(4))
     1.0
     """
+    n_permutations = check_count("n_permutations", n_permutations, 1, MAX_PERMUTATIONS)
     d = _diff(a, b)
     n = d.size
     if n == 0:
         return math.nan
     if not d.any():
         return 1.0
-    if n_permutations < 1:
-        msg = f"n_permutations must be an integer >= 1; got {n_permutations!r}."
-        raise InputError(msg)
     total = math.fsum(d)
     observed = abs(total)
     # a flip that only reorders a float sum must not count as less extreme
@@ -344,11 +380,9 @@ def bootstrap_ci(
     special = _scipy("special")
     ndtr, ndtri = special.ndtr, special.ndtri
 
-    if not 0 < confidence < 1:
-        msg = f"confidence must be a number strictly between 0 and 1; got {confidence!r}."
-        raise InputError(msg)
+    check_confidence(confidence)
     check_choice("ci", method, get_args(CiMethod))
-    check_integer("n_resamples", n_resamples, 2)
+    n_resamples = check_count("n_resamples", n_resamples, 2, MAX_RESAMPLES)
     values = np.asarray(values, dtype=np.float64)
     if values.ndim == 1:
         values = values[:, None]
