@@ -45,7 +45,7 @@ from typing import Any, Literal, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, check_choice, check_integer
+from receval._errors import InputError, check_choice, check_integer, check_seed
 from receval.data.audit import CodedRows, SplitAudit, audit_coded, emit, relevant_rows
 from receval.data.interactions import (
     Columns,
@@ -270,8 +270,9 @@ def split(
         Column names; ``time_col`` may be absent for the random methods (the audit then
         skips its time checks).
     seed:
-        The seed (>= 0) of the random keys: the same seed, the same split, whatever the input's
-        row order.
+        The seed of the random keys, an integer from 0 to 2^64 - 1 (a bool, a float or a
+        larger number is an :class:`InputError`): the same seed, the same split, whatever the
+        input's row order.
     ties:
         Timestamps tied at a user's (or the global) cut: ``"random"`` (default) orders them by
         the seeded key, so the cut may separate them (the audit counts them); ``"together"``
@@ -344,7 +345,7 @@ def split(
         "validation_cutoff": validation_cutoff, "ties": ties, "short_users": short_users,
     }  # fmt: skip
     plan = _plan(method, given)
-    check_integer("seed", seed, 0)
+    seed = check_seed(seed)
     check_choice("duplicates", duplicates, get_args(Duplicates))
     check_choice("drop_cold", drop_cold, get_args(DropCold))
     mins = (

@@ -260,7 +260,7 @@ def _from_model(
         qu = q_user[lo_q:hi_q]
         negs, failed = SK.draw_negatives(
             rows.astype(np.int64), qu, allowed[qu], off, cols, complement, m, sampling.replace,
-            sampling.seed, cdf,
+            np.uint64(sampling.seed), cdf,
         )  # fmt: skip
         if failed.any():
             shown = keys.gather(qu[failed][:5]).to_list()
