@@ -530,3 +530,76 @@ def test_leak_warnings_are_leakage_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         receval.split(frame, "temporal_global", cutoff=3)  # no leak: no warning
+
+
+# --- the audit has the same rows whatever the options -------------------------------------
+
+SPLITTER_ROWS = [
+    "rows_at_or_after_end_removed", "duplicate_rows_removed", "kcore_rows_removed",
+    "kcore_users_removed", "kcore_items_removed", "short_users_kept_in_train",
+    "short_users_dropped", "cold_test_rows_dropped", "cold_validation_rows_dropped",
+]  # fmt: skip
+
+
+def _rows_of(s: receval.Split) -> list[str]:
+    return s.audit.table["check"].to_list()
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("temporal_user", {"n": 1}),
+        ("temporal_user", {"n": 1, "validation_n": 1}),
+        ("leave_one_out", {}),
+        ("random_user", {"fraction": 0.5}),
+        ("random", {"n": 4}),
+        ("temporal_global", {"fraction": 0.3}),
+        ("temporal_global", {"cutoff": 20, "end": 30}),
+        ("kfold_user", {"k": 2, "n": 1}),
+    ],
+)
+def test_audit_rows_do_not_depend_on_the_options(method: str, options: dict[str, object]) -> None:
+    # duplicates='keep' used to leave out duplicate_rows_removed (a KeyError), and every
+    # removal row was there only when its step ran
+    rng = np.random.default_rng(3)  # 12 users, 8 items, repeated pairs, ties in time
+    data = pl.DataFrame({"user": np.repeat(np.arange(12), 6), "item": rng.integers(0, 8, 72),
+                         "timestamp": rng.integers(0, 40, 72)})  # fmt: skip
+    table = None
+    for duplicates in ("first", "last", "keep"):
+        for drop_cold in ("none", "both"):
+            for mins in (1, 2):
+                s = quiet_split(
+                    data, method, duplicates=duplicates, drop_cold=drop_cold,
+                    min_user_interactions=mins, min_item_interactions=mins, **options,
+                )  # fmt: skip
+                audits = [f.audit for f in s.folds] or [s.audit]
+                for audit in audits:
+                    rows = audit.table["check"].to_list()
+                    table = table or rows
+                    assert rows == table, (duplicates, drop_cold, mins)
+                    for check in SPLITTER_ROWS:
+                        assert isinstance(audit[check], int)
+                    assert rows[-len(SPLITTER_ROWS) :] == SPLITTER_ROWS
+                one = audits[0]  # a k-fold split's own audit has one row per fold
+                if duplicates == "keep":
+                    assert one["duplicate_rows_removed"] == 0
+                if mins == 1:
+                    assert one["kcore_rows_removed"] == 0
+                if drop_cold == "none":
+                    assert one["cold_test_rows_dropped"] == 0
+                if "end" not in options:
+                    assert one["rows_at_or_after_end_removed"] == 0
+    assert table is not None
+    assert ("validation.cold_test_users" in table) == ("validation_n" in options)
+
+
+def test_duplicates_keep_and_raise_count_no_removed_row() -> None:
+    data = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [5, 5, 6, 5, 7],
+                         "timestamp": [1, 2, 3, 4, 5]})  # fmt: skip
+    kept = quiet_split(data, "leave_one_out", duplicates="keep")
+    assert kept.audit["duplicate_rows_removed"] == 0
+    assert kept.audit.share("duplicate_rows_removed") == 0
+    once = data.unique(["user", "item"], keep="first", maintain_order=True)
+    raised = quiet_split(once, "leave_one_out", duplicates="raise")
+    assert raised.audit["duplicate_rows_removed"] == 0
+    assert quiet_split(data, "leave_one_out").audit["duplicate_rows_removed"] == 1

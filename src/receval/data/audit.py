@@ -67,8 +67,11 @@ class SplitAudit:
         One row per check: ``check`` (its name, :data:`CHECKS`), ``count``, ``share`` (count
         over the size of ``of``; null when that is 0) and ``of`` (what the share is of). The
         checks of a validation part against train are named ``validation.<check>``; a
-        splitter adds what it removed (``kcore_rows_removed``, ``duplicate_rows_removed``,
-        ...). A time check is null when a table has no time column.
+        splitter adds what it removed (``rows_at_or_after_end_removed``,
+        ``duplicate_rows_removed``, the ``kcore_*_removed``, ``short_users_*`` and
+        ``cold_*_rows_dropped`` rows), every one of them in every split's audit, 0 where its
+        step did not run (docs/protocol.md). A time check is null when a table has no time
+        column.
     warnings:
         The leaks found, in words (each also emitted as :class:`receval.LeakageWarning`).
     notes:

@@ -15,13 +15,15 @@ held-out part in exactly one fold). Every split runs in this order:
 5. test (and validation) rows whose user or item has no train row are dropped where
    ``drop_cold`` asks, and counted.
 
-Each step's removals are rows of the audit's table; the audit (:mod:`receval.data.audit`)
-runs on the result and warns on leakage. Polars reads, filters and hashes; the users and items
-get dense codes and the rows are grouped by user once, in linear time (a counting sort,
-:mod:`receval.kernels.grouping`), the per-row keys permuted into that order; the repeated
-pairs (a hash table per user), each user's order and holdout, and the audit's checks run in
-Numba kernels over each user's contiguous rows (:mod:`receval.kernels.split`); the k-core and
-``drop_cold`` count over the codes. No step sorts all rows or joins on ids.
+Each step's removals are rows of the audit's table, present whatever the options (0 where a
+step did not run), so that every split's audit has the same rows; the audit
+(:mod:`receval.data.audit`) runs on the result and warns on leakage. Polars reads, filters
+and hashes; the users and items get dense codes and the rows are grouped by user once, in
+linear time (a counting sort, :mod:`receval.kernels.grouping`), the per-row keys permuted
+into that order; the repeated pairs (a hash table per user), each user's order and holdout,
+and the audit's checks run in Numba kernels over each user's contiguous rows
+(:mod:`receval.kernels.split`); the k-core and ``drop_cold`` count over the codes. No step
+sorts all rows or joins on ids.
 docs/protocol.md explains the choices.
 
 Randomness and ties: a row's random key is a seeded hash of its (user, item, timestamp), so a
@@ -359,8 +361,7 @@ def split(
     work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
     extra: list[tuple[str, int | None, int, str]] = []
     notes = [plan.describe()]
-    if end is not None:
-        _remove_after_end(work, end, extra)
+    _remove_after_end(work, end, extra)
     _dedupe(work, duplicates, extra, notes)
     _kcore(work, mins, extra, notes)
     settings: dict[str, object] = {
@@ -612,6 +613,9 @@ def _id_hash(ids: pl.Expr, dtype: pl.DataType, seed: int, i: int) -> pl.Expr:
 def _remove_after_end(
     work: _Work, end: object, extra: list[tuple[str, int | None, int, str]]
 ) -> None:
+    if end is None:
+        extra.append(("rows_at_or_after_end_removed", 0, work.frame.height, "input rows"))
+        return
     time = work.columns.time
     assert time is not None  # temporal_global needs a time column
     key = bound_key(end, work.frame.schema[time], "end", time)
@@ -634,6 +638,7 @@ def _dedupe(
 ) -> None:
     if policy == "keep":
         notes.append("duplicates: every row of a repeated (user, item) pair kept")
+        extra.append(("duplicate_rows_removed", 0, work.frame.height, "input rows"))
         return
     _, offsets, rows = work.groups
     by_time = work.columns.time is not None
@@ -658,6 +663,7 @@ def _dedupe(
                 f"First repeated rows:\n{show_rows(work.frame, mask, work.columns.ids)}"
             )
             raise InputError(msg)
+        extra.append(("duplicate_rows_removed", 0, work.frame.height, "input rows"))
         return
     which = "first" if policy == "first" else "last"
     order = "by time, then the seeded key" if by_time else "by the seeded key"
@@ -672,15 +678,13 @@ def _kcore(
     notes: list[str],
 ) -> None:
     min_user, min_item = mins
-    if min_user <= 1 and min_item <= 1:
-        return
     users = work.user_of_row()
     items = work.coded.items
     n_users = work.coded.offsets.shape[0] - 1
     n_items = work.coded.n_items
     before = work.keep.copy()
     rounds = 0
-    while True:
+    while min_user > 1 or min_item > 1:
         bad = np.zeros_like(work.keep)
         if min_user > 1:
             counts = np.bincount(users[work.keep], minlength=n_users)
@@ -708,6 +712,8 @@ def _kcore(
         ("kcore_items_removed", items_before - present(items, work.keep, n_items),
          items_before, "items before the k-core"),
     ]  # fmt: skip
+    if min_user <= 1 and min_item <= 1:
+        return  # no k-core: the rows above count 0
     notes.append(
         f"k-core before the split: users >= {min_user} and items >= {min_item} rows, "
         f"{rounds} round(s) of removal"
@@ -755,6 +761,8 @@ def _split_part(
 ) -> np.ndarray:
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
+        # no per-user holdout, so no short user: the rows are there, at 0
+        _short_rows(extra, 0, plan.short, int((work.kept_per_user() > 0).sum()))
         return _global_part(work, plan)
     part, short = work.holdout(plan, plan.validation or _NONE)
     _short_users(work, plan, short, extra)
@@ -775,9 +783,18 @@ def _short_users(
             "them in train, 'drop' removes them, min_user_interactions= filters them first."
         )
         raise InputError(msg)
-    outcome = "dropped" if plan.short == "drop" else "kept in train"
-    extra.append((f"short_users_{outcome.replace(' ', '_')}", n_short, int(kept_users.sum()),
-                  "users"))  # fmt: skip
+    _short_rows(extra, n_short, plan.short, int(kept_users.sum()))
+
+
+def _short_rows(
+    extra: list[tuple[str, int | None, int, str]], n_short: int, policy: str | None, size: int
+) -> None:
+    """The audit's two rows of short users: those of the policy not taken count 0."""
+    dropped = policy == "drop"
+    extra += [
+        ("short_users_kept_in_train", 0 if dropped else n_short, size, "users"),
+        ("short_users_dropped", n_short if dropped else 0, size, "users"),
+    ]
 
 
 def _global_part(work: _Work, plan: _Plan) -> np.ndarray:
@@ -858,8 +875,6 @@ def _drop_cold(
 ) -> np.ndarray:
     """``part`` with the test and validation rows whose user or item (``policy``) has no
     train row dropped; the counts appended to ``extra``."""
-    if policy == "none":
-        return part
     coded = work.coded
     train = part == TRAIN
     cold = np.zeros(part.shape[0], dtype=np.bool_)
@@ -870,9 +885,7 @@ def _drop_cold(
         cold |= (np.bincount(coded.items[train], minlength=coded.n_items) == 0)[coded.items]
     out = part.copy()
     for code, name in ((TEST, "test"), (VALIDATION, "validation")):
-        in_part = part == code
-        if code == VALIDATION and not in_part.any():
-            continue
+        in_part = part == code  # "none", or no validation part: the rows count 0
         mask = in_part & cold
         extra.append(
             (f"cold_{name}_rows_dropped", int(mask.sum()), int(in_part.sum()), f"{name} rows")
