@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -21,7 +21,7 @@ import polars as pl
 from receval._errors import InputError, LeakageWarning
 from receval.data.interactions import Columns, check_interactions, read_interactions, time_key
 from receval.data.io import InputFormat, check_input_format
-from receval.data.layout import user_codes
+from receval.data.layout import IdTypeArg, Role, cast_ids, check_id_type, user_codes
 from receval.kernels.grouping import counting_sort, gather
 from receval.kernels.split import TEST, TRAIN, VALIDATION, audit_users
 
@@ -127,6 +127,7 @@ def audit_split(
     relevance_threshold: float = 1,
     input_format: InputFormat | None = None,
     warn: bool = True,
+    id_type: IdTypeArg = "auto",
 ) -> SplitAudit:
     """Audit a train/test split for leakage, however it was made.
 
@@ -149,6 +150,10 @@ def audit_split(
     warn:
         Emit each leak found as a :class:`receval.LeakageWarning` (they are in
         :attr:`SplitAudit.warnings` either way).
+    id_type:
+        The type of the user and item ids of every part, as :func:`receval.split`'s
+        (``"auto"``, ``"str"``, ``"int"`` or a kind by id): ``"int"`` compares a CSV part's
+        text ids with a Parquet part's integers.
 
     Returns
     -------
@@ -175,6 +180,7 @@ def audit_split(
     ['LeakageWarning']
     """
     formats = check_input_format(input_format)
+    kinds = check_id_type(id_type)
     columns = Columns(user_col, item_col, time_col)
     parts: dict[str, pl.DataFrame] = {}
     found: dict[str, Columns] = {}
@@ -184,7 +190,8 @@ def audit_split(
             continue
         frame = read_interactions(data, name, columns, formats["train"])
         found[name] = check_interactions(frame, name, columns, need_time=False, allow_empty=True)
-        parts[name] = frame
+        role = cast(Role, name)  # cast_ids names the part in its messages only
+        parts[name] = cast_ids(frame, role, {user_col: kinds["user"], item_col: kinds["item"]})
     has_time = time_col is not None and all(c.time is not None for c in found.values())
     notes = []
     if time_col is not None and not has_time:

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import polars as pl
@@ -57,7 +57,7 @@ from receval.data.interactions import (
     time_key,
 )
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
-from receval.data.layout import show_rows
+from receval.data.layout import IdTypeArg, Role, cast_ids, check_id_type, show_rows
 from receval.kernels.grouping import gather
 from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, compact, dedupe, holdout
 
@@ -234,6 +234,7 @@ def split(
     relevance_col: str | None = None,
     relevance_threshold: float = 1,
     input_format: InputFormat | None = None,
+    id_type: IdTypeArg = "auto",
 ) -> Split:
     """Split an interaction table into train and test (and validation), seeded and
     deterministic, and audit the result for leakage.
@@ -301,6 +302,12 @@ def split(
         For the audit's count of test users without a relevant row.
     input_format:
         The format of a file whose suffix does not tell it.
+    id_type:
+        The type of the user and item ids, as :func:`receval.evaluate`'s: ``"auto"`` keeps
+        a typed source's and reads CSV, TSV and RecBole files' ids as text (``"007"`` stays
+        ``"007"``); ``"str"`` makes every id text; ``"int"`` makes every id a 64-bit integer
+        (``"007"`` becomes 7; a value that is not an integer raises); or a kind by id,
+        ``{"item": "int"}`` (``"item=int"``). The parts hold the ids so typed.
 
     Returns
     -------
@@ -355,9 +362,12 @@ def split(
         check_integer("min_item_interactions", min_item_interactions, 1),
     )
     fmt = check_input_format(input_format)["train"]
+    kinds = check_id_type(id_type)
     columns = Columns(user_col, item_col, time_col)
     frame = read_interactions(interactions, "interactions", columns, fmt)
     columns = check_interactions(frame, "interactions", columns, need_time=plan.by_time)
+    ids = {user_col: kinds["user"], item_col: kinds["item"]}
+    frame = cast_ids(frame, cast(Role, "interactions"), ids)  # the role: named in messages
     work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
     extra: list[tuple[str, int | None, int, str]] = []
     notes = [plan.describe()]
@@ -370,6 +380,7 @@ def split(
         "seed": seed, "duplicates": duplicates, "min_user_interactions": mins[0],
         "min_item_interactions": mins[1], "drop_cold": drop_cold,
         "validation": plan.validation is not None, "time_col": columns.time,
+        **({"id_type": id_type} if id_type != "auto" else {}),
     }  # fmt: skip
     relevance = (relevance_col, relevance_threshold)
     if method == "kfold_user":
