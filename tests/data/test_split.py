@@ -6,6 +6,7 @@ folds disjoint and covering, the same split whatever the row order."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import warnings
 from pathlib import Path
 
@@ -603,3 +604,112 @@ def test_duplicates_keep_and_raise_count_no_removed_row() -> None:
     raised = quiet_split(once, "leave_one_out", duplicates="raise")
     assert raised.audit["duplicate_rows_removed"] == 0
     assert quiet_split(data, "leave_one_out").audit["duplicate_rows_removed"] == 1
+
+
+# --- found by the generated robustness suite (tests/engines/test_robustness.py) ---------------
+
+ROBUST = pl.DataFrame(
+    {"user": [0, 0, 0, 1, 1, 1], "item": [1, 2, 3, 1, 2, 4], "timestamp": [1, 2, 3, 4, 5, 6],
+     "rating": [1.0, 2, 3, 4, 5, 1]}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("temporal_user", {"n": 10**30}),
+        ("temporal_user", {"n": 1, "validation_n": 10**30}),
+        ("random", {"n": 2**63}),
+    ],
+)
+def test_a_holdout_beyond_int64_is_every_row(method: str, options: dict[str, object]) -> None:
+    # n=10**30 raised OverflowError from NumPy; a holdout larger than every user's rows is
+    # what n=10**9 is: every user short (kept in train), or no train row left for random
+    if method == "random":
+        with pytest.raises(InputError, match=r"n leaves no train row: 6 of the 6"):
+            receval.split(ROBUST, method, **options)  # type: ignore[arg-type]
+        return
+    same = {k: (10**9 if v != 1 else v) for k, v in options.items()}
+    got = quiet_split(ROBUST, method, **options)
+    want = quiet_split(ROBUST, method, **same)
+    assert got.part.to_list() == want.part.to_list()
+    assert got.audit.table.equals(want.audit.table)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**30], ids=["1e400", "-1e400", "1e30"])
+def test_fraction_too_large_for_a_float_is_an_input_error(value: int) -> None:
+    # float(10**400) raised OverflowError
+    with pytest.raises(InputError, match=r"fraction must be a number in \(0, 1\), exclusive"):
+        receval.split(ROBUST, "random", fraction=value)
+
+
+def test_numpy_integer_sizes_are_integers() -> None:
+    # n=np.int64(1) was refused ("must be an integer") while fraction took NumPy floats and
+    # seed NumPy integers
+    got = quiet_split(
+        ROBUST, "kfold_user", n=np.int64(1), k=np.int32(2), min_user_interactions=np.uint8(1),
+        min_item_interactions=np.int16(1),
+    )  # fmt: skip
+    want = quiet_split(ROBUST, "kfold_user", n=1, k=2)
+    assert got.part.to_list() == want.part.to_list()
+    assert type(got.settings["n"]) is int and type(got.settings["k"]) is int  # split.json: 1
+    with pytest.raises(InputError, match=r"validation_n must be an integer >= 1; got True"):
+        receval.split(ROBUST, "temporal_user", n=1, validation_n=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "match"),
+    [
+        (ROBUST, {"relevance_col": "rel"},
+         r"interactions is missing column 'rel' \(relevance_col\); columns found: \['user', "),
+        (ROBUST, {"relevance_col": 3}, r"relevance_col must be a column name .*; got 3"),
+        (ROBUST, {"relevance_col": "user"},
+         r"user_col and relevance_col both name column 'user' of interactions"),
+        (ROBUST.with_columns(pl.col("rating").cast(pl.String)), {"relevance_col": "rating"},
+         r"interactions column 'rating' \(relevance_col\) must be numeric; got String"),
+        (ROBUST.with_columns(rating=pl.Series([True] * 6)), {"relevance_col": "rating"},
+         r"must be numeric; got Boolean"),
+        (ROBUST, {"relevance_col": "rating", "relevance_threshold": "x"},
+         r"relevance_threshold must be a finite number > 0; got 'x'"),
+        (ROBUST, {"relevance_col": "rating", "relevance_threshold": math.nan},
+         r"relevance_threshold must be a finite number > 0; got nan"),
+        (ROBUST, {"relevance_threshold": 10**400},
+         r"relevance_threshold must be a finite number > 0; got 1000"),
+        (ROBUST, {"relevance_threshold": None}, r"relevance_threshold must be a finite number"),
+        (ROBUST, {"relevance_threshold": True}, r"relevance_threshold must be a finite number"),
+    ],
+)  # fmt: skip
+def test_relevance_options_are_checked(
+    data: pl.DataFrame, options: dict[str, object], match: str
+) -> None:
+    # a missing or non-numeric relevance_col was ignored (every row relevant: a silent wrong
+    # test_users_without_relevant) or raised Polars' InvalidOperationError; a bad threshold
+    # a TypeError. split and audit_split take them alike.
+    with pytest.raises(InputError, match=match):
+        receval.split(data, "leave_one_out", **options)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=match.replace("interactions", "test")):
+        receval.audit_split(data, data, **options)  # type: ignore[arg-type]
+
+
+def test_relevance_of_a_numeric_column_counts() -> None:
+    s = quiet_split(ROBUST, "leave_one_out", relevance_col="rating", relevance_threshold=2)
+    # test rows: user 0's t=3 (rating 3), user 1's t=6 (rating 1): one user without relevant
+    assert s.audit["test_users_without_relevant"] == 1
+    again = receval.audit_split(s.train, s.test, relevance_col="rating", relevance_threshold=2,
+                                warn=False)  # fmt: skip
+    assert again["test_users_without_relevant"] == 1
+    ints = ROBUST.with_columns(pl.col("rating").cast(pl.UInt8))
+    s = quiet_split(ints, "leave_one_out", relevance_col="rating", relevance_threshold=np.int64(2))
+    assert s.audit["test_users_without_relevant"] == 1
+
+
+def test_audit_validation_needs_the_relevance_column_too() -> None:
+    # a validation part without relevance_col counted every row relevant, silently
+    with pytest.raises(InputError, match=r"validation is missing column 'rating'"):
+        receval.audit_split(ROBUST, ROBUST, validation=ROBUST.drop("rating"),
+                            relevance_col="rating")  # fmt: skip
+
+
+def test_audit_warn_must_be_a_bool() -> None:
+    with pytest.raises(InputError, match=r"warn must be True or False; got 'no'"):
+        receval.audit_split(ROBUST, ROBUST, warn="no")  # type: ignore[arg-type]

@@ -48,7 +48,15 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, check_choice, check_integer, check_seed
-from receval.data.audit import CodedRows, SplitAudit, audit_coded, emit, relevant_rows
+from receval.data.audit import (
+    CodedRows,
+    SplitAudit,
+    audit_coded,
+    check_relevance_col,
+    check_threshold,
+    emit,
+    relevant_rows,
+)
 from receval.data.interactions import (
     Columns,
     bound_key,
@@ -93,6 +101,12 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """The options each method takes, beyond those every method takes."""
 _NONE = (0, 0, 1)  # a holdout of no row (n, p, q)
+_SIZES = ("n", "fraction", "k", "validation_n", "validation_fraction")
+_INTEGERS = (int, np.integer)
+_MOST_ROWS = 2**53
+"""A holdout of more rows than this is one of this many: no table has so many, and the
+kernels' int64 arithmetic (a user's rows less the test and validation sizes) cannot
+overflow."""
 _SEED_MIX = (0x5EED_0001, 0x5EED_0002, 0x5EED_0003, 0x5EED_0004, 0x5EED_0005)
 
 
@@ -353,19 +367,27 @@ def split(
         "validation_n": validation_n, "validation_fraction": validation_fraction,
         "validation_cutoff": validation_cutoff, "ties": ties, "short_users": short_users,
     }  # fmt: skip
+    # NumPy numbers as the Python numbers they hold: the checks, the settings and split.json
+    # then read np.int64(1) as 1 (a bound keeps its type: it is compared with the time column)
+    given = {
+        k_: v.item() if isinstance(v, np.integer | np.floating) and k_ in _SIZES else v
+        for k_, v in given.items()
+    }
     plan = _plan(method, given)
     seed = check_seed(seed)
     check_choice("duplicates", duplicates, get_args(Duplicates))
     check_choice("drop_cold", drop_cold, get_args(DropCold))
     mins = (
-        check_integer("min_user_interactions", min_user_interactions, 1),
-        check_integer("min_item_interactions", min_item_interactions, 1),
+        check_integer("min_user_interactions", min_user_interactions, 1, kinds=_INTEGERS),
+        check_integer("min_item_interactions", min_item_interactions, 1, kinds=_INTEGERS),
     )
     fmt = check_input_format(input_format)["train"]
     kinds = check_id_type(id_type)
+    threshold = check_threshold(relevance_threshold)
     columns = Columns(user_col, item_col, time_col)
     frame = read_interactions(interactions, "interactions", columns, fmt)
     columns = check_interactions(frame, "interactions", columns, need_time=plan.by_time)
+    check_relevance_col(frame, "interactions", columns, relevance_col)
     ids = {user_col: kinds["user"], item_col: kinds["item"]}
     frame = cast_ids(frame, cast(Role, "interactions"), ids)  # the role: named in messages
     work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
@@ -382,7 +404,7 @@ def split(
         "validation": plan.validation is not None, "time_col": columns.time,
         **({"id_type": id_type} if id_type != "auto" else {}),
     }  # fmt: skip
-    relevance = (relevance_col, relevance_threshold)
+    relevance = (relevance_col, threshold)
     if method == "kfold_user":
         result = _kfold(work, plan, drop_cold, relevance, extra, notes, settings)
     else:
@@ -508,11 +530,11 @@ def _size(given: dict[str, Any], n_name: str, f_name: str) -> tuple[int, int, in
         msg = f"give {n_name} or {f_name}, not both; got {n_name}={n!r}, {f_name}={f!r}."
         raise InputError(msg)
     if n is not None:
-        return (check_integer(n_name, n, 1), 0, 1)
+        return (min(check_integer(n_name, n, 1), _MOST_ROWS), 0, 1)
     if f is None:
         return _NONE
-    number = isinstance(f, int | float | np.integer | np.floating) and not isinstance(f, bool)
-    if not number or not 0 < float(f) < 1:
+    number = isinstance(f, int | float) and not isinstance(f, bool)
+    if not number or not 0 < f < 1:  # not float(f): an int beyond a float's range
         msg = f"{f_name} must be a number in (0, 1), exclusive; got {f!r}."
         raise InputError(msg)
     ratio = Fraction(float(f)).limit_denominator(10**6)
@@ -738,8 +760,9 @@ def _kcore(
 
 
 def _count(size: tuple[int, int, int], m: int) -> int:
+    """The rows of ``m`` that a holdout ``(n, p, q)`` takes (at most ``m``)."""
     n, p, q = size
-    return n if n else (p * m) // q
+    return min(n, m) if n else (p * m) // q
 
 
 def _last(
