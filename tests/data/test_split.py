@@ -713,3 +713,20 @@ def test_audit_validation_needs_the_relevance_column_too() -> None:
 def test_audit_warn_must_be_a_bool() -> None:
     with pytest.raises(InputError, match=r"warn must be True or False; got 'no'"):
         receval.audit_split(ROBUST, ROBUST, warn="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("suffix", [".qrels", ".trec"])
+def test_trec_files_are_not_interactions(tmp_path: Path, suffix: str) -> None:
+    # a qrels file was read as a run ("recs file ... is not a TREC run") for split, and as
+    # qrels whose relevance became the train part's timestamps for audit_split: silently
+    path = tmp_path / f"interactions{suffix}"
+    path.write_text("1 0 5 1\n1 0 6 2\n2 0 5 3\n")
+    match = rf"interactions file {str(path)!r} reads as TREC.*no timestamp"
+    with pytest.raises(InputError, match=match):
+        receval.split(path, "random", n=1)
+    with pytest.raises(InputError, match=match.replace("interactions file", "train file")):
+        receval.audit_split(path, ROBUST)
+    csv = tmp_path / "interactions.csv"
+    ROBUST.write_csv(csv)
+    with pytest.raises(InputError, match=r"reads as TREC \(input_format='trec'\)"):
+        receval.split(csv, "random", n=1, input_format="trec")

@@ -9,6 +9,7 @@ column, unsorted input, the TREC readers and ``write_frame``.
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -591,3 +592,33 @@ def test_recbole_file_split_audited_and_evaluated_end_to_end(tmp_path: Path) -> 
                                "--id-type", "int", "--out-dir", str(out)])  # fmt: skip
     assert done.exit_code == 0, done.output
     assert pl.read_parquet(out / "train.parquet").equals(ints.train)
+
+
+# --- found by the generated robustness suite of split (tests/engines/test_robustness.py) -----
+
+
+def test_a_fifo_is_not_a_file_and_is_never_opened(tmp_path: Path) -> None:
+    # a FIFO was reported as "does not exist"; opening it would block until a writer came
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    msg = rf"^truth path {str(fifo)!r} is not a regular file \(a pipe, socket or device\)"
+    with pytest.raises(InputError, match=msg):
+        receval.evaluate(fifo, {1: {2: 1.0}}, ["ndcg@1"])
+    with pytest.raises(InputError, match=msg.replace("truth", "interactions")):
+        receval.split(fifo, "leave_one_out")
+    with pytest.raises(InputError, match=msg.replace("truth", "test")):
+        receval.audit_split(pl.DataFrame({"user": [1], "item": [2]}), fifo)
+    missing = tmp_path / "missing.csv"
+    with pytest.raises(InputError, match=rf"^truth file {str(missing)!r} does not exist\.$"):
+        receval.evaluate(missing, {1: {2: 1.0}}, ["ndcg@1"])
+
+
+def test_a_lazy_frame_that_fails_to_collect_is_an_input_error() -> None:
+    # Polars' SchemaError came through from LazyFrame.collect()
+    data = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "timestamp": [1, 2, 3]})
+    broken = data.lazy().with_columns(pl.col("user").str.to_integer())
+    match = r"^interactions: the LazyFrame could not be collected: .*invalid series dtype"
+    with pytest.raises(InputError, match=match):
+        receval.split(broken, "leave_one_out")
+    with pytest.raises(InputError, match=r"^truth: the LazyFrame could not be collected"):
+        receval.evaluate(broken, data, ["ndcg@1"])

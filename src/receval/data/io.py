@@ -126,7 +126,12 @@ def read_table(
     if isinstance(data, pl.DataFrame):
         return data
     if isinstance(data, pl.LazyFrame):
-        return data.collect()
+        try:
+            return data.collect()
+        except pl.exceptions.PolarsError as exc:  # the caller's query fails: say whose
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"{role}: the LazyFrame could not be collected: {first}"
+            raise InputError(msg) from exc
     if isinstance(data, str | os.PathLike):
         return _read_path(Path(data), role, user_col, item_col, value_col, input_format)
     if isinstance(data, Mapping):
@@ -296,6 +301,12 @@ def check_exists(data: Any, role: Role) -> None:
         msg = f"{role} path {str(path)!r} is a folder; expected a file."
         raise InputError(msg)
     if not path.is_file():
+        if path.exists():  # a FIFO, socket or device: reading it could block for ever
+            msg = (
+                f"{role} path {str(path)!r} is not a regular file (a pipe, socket or device); "
+                "expected a file: write the data to a file first."
+            )
+            raise InputError(msg)
         msg = f"{role} file {str(path)!r} does not exist."
         raise InputError(msg)
 
