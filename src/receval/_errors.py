@@ -4,6 +4,7 @@ them with one wording."""
 
 from __future__ import annotations
 
+import numbers
 import sys
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -22,7 +23,12 @@ __all__ = [
     "caller_stacklevel",
     "check_choice",
     "check_integer",
+    "check_seed",
 ]
+
+SEED_BOUND = 2**64
+"""Seeds are integers in ``[0, SEED_BOUND)``: 64 bits, what the seeded hashes of the splits and
+the sampled draws use exactly (NumPy's generators take them too). :func:`check_seed`."""
 
 
 class RecevalError(ValueError):
@@ -125,3 +131,39 @@ def caller_stacklevel() -> int:
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """``value`` as an int: the one rule of every public ``seed=`` (splits, sampled draws,
+    the comparison's resamples, the data generators).
+
+    A seed is a Python or NumPy integer from 0 to 2^64 - 1. A bool, a float (even ``3.0``),
+    a negative number and 2^64 or more raise :class:`InputError` (a larger seed would be
+    reduced modulo 2^64 by the hashes, so ``2**64`` would draw what ``0`` draws).
+
+    >>> check_seed(2**64)
+    Traceback (most recent call last):
+    ...
+    receval._errors.InputError: seed must be an integer from 0 to 2^64 - 1 (a Python or NumPy \
+integer, not a bool or a float); got 18446744073709551616 (int).
+    """
+    integer = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if integer and 0 <= int(cast(int, value)) < SEED_BOUND:
+        return int(cast(int, value))
+    msg = (
+        f"{name} must be an integer from 0 to 2^64 - 1 (a Python or NumPy integer, not a bool "
+        f"or a float); got {_shown(value)}."
+    )
+    raise InputError(msg)
+
+
+def _shown(value: object) -> str:
+    """``value`` and its type for a message (a NumPy scalar by its Python value; an integer
+    too long to print by its size)."""
+    kind = type(value).__name__
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    item = getattr(value, "item", None)
+    if type(value).__module__ == "numpy" and callable(item):
+        return f"{item()!r} ({kind})"
+    return f"{value!r} ({kind})"

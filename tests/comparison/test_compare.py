@@ -230,7 +230,7 @@ def test_progress_is_quiet_by_default(capsys: pytest.CaptureFixture[str]) -> Non
         ({"ci": "normal"}, r"ci must be one of bca, percentile; got 'normal'"),
         ({"n_resamples": 1}, r"n_resamples must be an integer from 2 to 1,000,000; got 1"),
         ({"n_permutations": 0}, r"n_permutations must be an integer from 1 to 10,000,000; got 0"),
-        ({"seed": -1}, r"seed must be an integer >= 0; got -1"),
+        ({"seed": -1}, r"seed must be an integer from 0 to 2\^64 - 1 .*; got -1 \(int\)"),
         ({"ties": "random"}, r"ties must be one of"),
     ],
 )

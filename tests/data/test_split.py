@@ -6,6 +6,7 @@ folds disjoint and covering, the same split whatever the row order."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import warnings
 from pathlib import Path
 
@@ -530,3 +531,202 @@ def test_leak_warnings_are_leakage_warnings() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         receval.split(frame, "temporal_global", cutoff=3)  # no leak: no warning
+
+
+# --- the audit has the same rows whatever the options -------------------------------------
+
+SPLITTER_ROWS = [
+    "rows_at_or_after_end_removed", "duplicate_rows_removed", "kcore_rows_removed",
+    "kcore_users_removed", "kcore_items_removed", "short_users_kept_in_train",
+    "short_users_dropped", "cold_test_rows_dropped", "cold_validation_rows_dropped",
+]  # fmt: skip
+
+
+def _rows_of(s: receval.Split) -> list[str]:
+    return s.audit.table["check"].to_list()
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("temporal_user", {"n": 1}),
+        ("temporal_user", {"n": 1, "validation_n": 1}),
+        ("leave_one_out", {}),
+        ("random_user", {"fraction": 0.5}),
+        ("random", {"n": 4}),
+        ("temporal_global", {"fraction": 0.3}),
+        ("temporal_global", {"cutoff": 20, "end": 30}),
+        ("kfold_user", {"k": 2, "n": 1}),
+    ],
+)
+def test_audit_rows_do_not_depend_on_the_options(method: str, options: dict[str, object]) -> None:
+    # duplicates='keep' used to leave out duplicate_rows_removed (a KeyError), and every
+    # removal row was there only when its step ran
+    rng = np.random.default_rng(3)  # 12 users, 8 items, repeated pairs, ties in time
+    data = pl.DataFrame({"user": np.repeat(np.arange(12), 6), "item": rng.integers(0, 8, 72),
+                         "timestamp": rng.integers(0, 40, 72)})  # fmt: skip
+    table = None
+    for duplicates in ("first", "last", "keep"):
+        for drop_cold in ("none", "both"):
+            for mins in (1, 2):
+                s = quiet_split(
+                    data, method, duplicates=duplicates, drop_cold=drop_cold,
+                    min_user_interactions=mins, min_item_interactions=mins, **options,
+                )  # fmt: skip
+                audits = [f.audit for f in s.folds] or [s.audit]
+                for audit in audits:
+                    rows = audit.table["check"].to_list()
+                    table = table or rows
+                    assert rows == table, (duplicates, drop_cold, mins)
+                    for check in SPLITTER_ROWS:
+                        assert isinstance(audit[check], int)
+                    assert rows[-len(SPLITTER_ROWS) :] == SPLITTER_ROWS
+                one = audits[0]  # a k-fold split's own audit has one row per fold
+                if duplicates == "keep":
+                    assert one["duplicate_rows_removed"] == 0
+                if mins == 1:
+                    assert one["kcore_rows_removed"] == 0
+                if drop_cold == "none":
+                    assert one["cold_test_rows_dropped"] == 0
+                if "end" not in options:
+                    assert one["rows_at_or_after_end_removed"] == 0
+    assert table is not None
+    assert ("validation.cold_test_users" in table) == ("validation_n" in options)
+
+
+def test_duplicates_keep_and_raise_count_no_removed_row() -> None:
+    data = pl.DataFrame({"user": [1, 1, 1, 2, 2], "item": [5, 5, 6, 5, 7],
+                         "timestamp": [1, 2, 3, 4, 5]})  # fmt: skip
+    kept = quiet_split(data, "leave_one_out", duplicates="keep")
+    assert kept.audit["duplicate_rows_removed"] == 0
+    assert kept.audit.share("duplicate_rows_removed") == 0
+    once = data.unique(["user", "item"], keep="first", maintain_order=True)
+    raised = quiet_split(once, "leave_one_out", duplicates="raise")
+    assert raised.audit["duplicate_rows_removed"] == 0
+    assert quiet_split(data, "leave_one_out").audit["duplicate_rows_removed"] == 1
+
+
+# --- found by the generated robustness suite (tests/engines/test_robustness.py) ---------------
+
+ROBUST = pl.DataFrame(
+    {"user": [0, 0, 0, 1, 1, 1], "item": [1, 2, 3, 1, 2, 4], "timestamp": [1, 2, 3, 4, 5, 6],
+     "rating": [1.0, 2, 3, 4, 5, 1]}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("method", "options"),
+    [
+        ("temporal_user", {"n": 10**30}),
+        ("temporal_user", {"n": 1, "validation_n": 10**30}),
+        ("random", {"n": 2**63}),
+    ],
+)
+def test_a_holdout_beyond_int64_is_every_row(method: str, options: dict[str, object]) -> None:
+    # n=10**30 raised OverflowError from NumPy; a holdout larger than every user's rows is
+    # what n=10**9 is: every user short (kept in train), or no train row left for random
+    if method == "random":
+        with pytest.raises(InputError, match=r"n leaves no train row: 6 of the 6"):
+            receval.split(ROBUST, method, **options)  # type: ignore[arg-type]
+        return
+    same = {k: (10**9 if v != 1 else v) for k, v in options.items()}
+    got = quiet_split(ROBUST, method, **options)
+    want = quiet_split(ROBUST, method, **same)
+    assert got.part.to_list() == want.part.to_list()
+    assert got.audit.table.equals(want.audit.table)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**30], ids=["1e400", "-1e400", "1e30"])
+def test_fraction_too_large_for_a_float_is_an_input_error(value: int) -> None:
+    # float(10**400) raised OverflowError
+    with pytest.raises(InputError, match=r"fraction must be a number in \(0, 1\), exclusive"):
+        receval.split(ROBUST, "random", fraction=value)
+
+
+def test_numpy_integer_sizes_are_integers() -> None:
+    # n=np.int64(1) was refused ("must be an integer") while fraction took NumPy floats and
+    # seed NumPy integers
+    got = quiet_split(
+        ROBUST, "kfold_user", n=np.int64(1), k=np.int32(2), min_user_interactions=np.uint8(1),
+        min_item_interactions=np.int16(1),
+    )  # fmt: skip
+    want = quiet_split(ROBUST, "kfold_user", n=1, k=2)
+    assert got.part.to_list() == want.part.to_list()
+    assert type(got.settings["n"]) is int and type(got.settings["k"]) is int  # split.json: 1
+    with pytest.raises(InputError, match=r"validation_n must be an integer >= 1; got True"):
+        receval.split(ROBUST, "temporal_user", n=1, validation_n=True)
+
+
+@pytest.mark.parametrize(
+    ("data", "options", "match"),
+    [
+        (ROBUST, {"relevance_col": "rel"},
+         r"interactions is missing column 'rel' \(relevance_col\); columns found: \['user', "),
+        (ROBUST, {"relevance_col": 3}, r"relevance_col must be a column name .*; got 3"),
+        (ROBUST, {"relevance_col": "user"},
+         r"user_col and relevance_col both name column 'user' of interactions"),
+        (ROBUST.with_columns(pl.col("rating").cast(pl.String)), {"relevance_col": "rating"},
+         r"interactions column 'rating' \(relevance_col\) must be numeric; got String"),
+        (ROBUST.with_columns(rating=pl.Series([True] * 6)), {"relevance_col": "rating"},
+         r"must be numeric; got Boolean"),
+        (ROBUST, {"relevance_col": "rating", "relevance_threshold": "x"},
+         r"relevance_threshold must be a finite number > 0; got 'x'"),
+        (ROBUST, {"relevance_col": "rating", "relevance_threshold": math.nan},
+         r"relevance_threshold must be a finite number > 0; got nan"),
+        (ROBUST, {"relevance_threshold": 10**400},
+         r"relevance_threshold must be a finite number > 0; got 1000"),
+        (ROBUST, {"relevance_threshold": None}, r"relevance_threshold must be a finite number"),
+        (ROBUST, {"relevance_threshold": True}, r"relevance_threshold must be a finite number"),
+    ],
+)  # fmt: skip
+def test_relevance_options_are_checked(
+    data: pl.DataFrame, options: dict[str, object], match: str
+) -> None:
+    # a missing or non-numeric relevance_col was ignored (every row relevant: a silent wrong
+    # test_users_without_relevant) or raised Polars' InvalidOperationError; a bad threshold
+    # a TypeError. split and audit_split take them alike.
+    with pytest.raises(InputError, match=match):
+        receval.split(data, "leave_one_out", **options)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=match.replace("interactions", "test")):
+        receval.audit_split(data, data, **options)  # type: ignore[arg-type]
+
+
+def test_relevance_of_a_numeric_column_counts() -> None:
+    s = quiet_split(ROBUST, "leave_one_out", relevance_col="rating", relevance_threshold=2)
+    # test rows: user 0's t=3 (rating 3), user 1's t=6 (rating 1): one user without relevant
+    assert s.audit["test_users_without_relevant"] == 1
+    again = receval.audit_split(s.train, s.test, relevance_col="rating", relevance_threshold=2,
+                                warn=False)  # fmt: skip
+    assert again["test_users_without_relevant"] == 1
+    ints = ROBUST.with_columns(pl.col("rating").cast(pl.UInt8))
+    s = quiet_split(ints, "leave_one_out", relevance_col="rating", relevance_threshold=np.int64(2))
+    assert s.audit["test_users_without_relevant"] == 1
+
+
+def test_audit_validation_needs_the_relevance_column_too() -> None:
+    # a validation part without relevance_col counted every row relevant, silently
+    with pytest.raises(InputError, match=r"validation is missing column 'rating'"):
+        receval.audit_split(ROBUST, ROBUST, validation=ROBUST.drop("rating"),
+                            relevance_col="rating")  # fmt: skip
+
+
+def test_audit_warn_must_be_a_bool() -> None:
+    with pytest.raises(InputError, match=r"warn must be True or False; got 'no'"):
+        receval.audit_split(ROBUST, ROBUST, warn="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("suffix", [".qrels", ".trec"])
+def test_trec_files_are_not_interactions(tmp_path: Path, suffix: str) -> None:
+    # a qrels file was read as a run ("recs file ... is not a TREC run") for split, and as
+    # qrels whose relevance became the train part's timestamps for audit_split: silently
+    path = tmp_path / f"interactions{suffix}"
+    path.write_text("1 0 5 1\n1 0 6 2\n2 0 5 3\n")
+    match = rf"interactions file {str(path)!r} reads as TREC.*no timestamp"
+    with pytest.raises(InputError, match=match):
+        receval.split(path, "random", n=1)
+    with pytest.raises(InputError, match=match.replace("interactions file", "train file")):
+        receval.audit_split(path, ROBUST)
+    csv = tmp_path / "interactions.csv"
+    ROBUST.write_csv(csv)
+    with pytest.raises(InputError, match=r"reads as TREC \(input_format='trec'\)"):
+        receval.split(csv, "random", n=1, input_format="trec")

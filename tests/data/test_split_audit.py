@@ -163,7 +163,7 @@ DATA = pl.DataFrame({"user": [1, 1, 2, 2], "item": [1, 2, 3, 4], "timestamp": [1
         (DATA, "kfold_user", {"n": 1, "k": 1}, r"k must be an integer >= 2; got 1"),
         (DATA, "kfold_user", {"n": 1, "k": 3}, r"k \(3\) must be at most the number of users"),
         (DATA, "kfold_user", {}, r"needs n or fraction \(the part of each user held out"),
-        (DATA, "random", {"n": 1, "seed": -1}, r"seed must be an integer >= 0; got -1"),
+        (DATA, "random", {"n": 1, "seed": -1}, r"seed must be an integer from 0 to 2\^64 - 1"),
         (DATA, "random", {"n": 1, "duplicates": "drop"}, r"duplicates must be one of first, "),
         (DATA, "random", {"n": 1, "min_user_interactions": 0}, r"min_user_interactions must be"),
         (DATA, "random", {"n": 1, "drop_cold": True}, r"drop_cold must be one of none, users"),

@@ -336,7 +336,7 @@ def _bad_arguments() -> Iterator[tuple[dict[str, object], str]]:
     )
     yield {"signal": -1.0}, "signal must be a finite number >= 0; got -1.0"
     yield {"ids": "uuid"}, "ids must be one of 'int', 'str'; got 'uuid'"
-    yield {"seed": -1}, "seed must be an integer >= 0; got -1"
+    yield {"seed": -1}, r"seed must be an integer from 0 to 2\^64 - 1 .*; got -1 \(int\)"
 
 
 @pytest.mark.parametrize(("kwargs", "match"), list(_bad_arguments()))

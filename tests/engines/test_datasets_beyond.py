@@ -82,7 +82,10 @@ def test_generators_feed_every_beyond_metric() -> None:
         (lambda: make_train(5, mean_items=0), r"^mean_items must be a finite number > 0; got 0\.$"),
         (lambda: make_train(5, ids="uuid"), r"^ids must be 'int' or 'str'; got 'uuid'\.$"),
         (lambda: make_items(10, dim=0), r"^dim must be an integer >= 1; got 0\.$"),
-        (lambda: make_items(10, seed=-1), r"^seed must be an integer >= 0; got -1\.$"),
+        (
+            lambda: make_items(10, seed=-1),
+            r"^seed must be an integer from 0 to 2\^64 - 1 .*; got -1 \(int\)\.$",
+        ),
     ],
 )
 def test_bad_arguments(call: object, match: str) -> None:

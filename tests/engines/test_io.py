@@ -9,6 +9,7 @@ column, unsorted input, the TREC readers and ``write_frame``.
 from __future__ import annotations
 
 import math
+import os
 import random
 from collections.abc import Callable, Hashable
 from pathlib import Path
@@ -431,3 +432,193 @@ def test_arrow_table_with_chunks() -> None:
     assert chunked["user"].num_chunks == 2
     res = receval.evaluate(to_frame(truth, "relevance").to_arrow(), chunked, ALL)
     assert_frame_equal(res.per_user, base.per_user, rel_tol=1e-12, abs_tol=1e-12)
+
+
+# --- RecBole atomic files: the header's types are honoured --------------------------------
+
+ML_HEADER = "user_id:token\titem_id:token\trating:float\ttimestamp:float\n"
+
+
+def ml_like(path: Path, n_users: int = 8, per_user: int = 6) -> pl.DataFrame:
+    """A small ml-100k-like ``.inter`` file (ids ``007``-style text, ratings 1-5, seconds),
+    and the same data as a frame (ids as text, rating and timestamp as Float64)."""
+    rng = random.Random(5)
+    rows = []
+    for u in range(n_users):
+        items = rng.sample(range(40), per_user)
+        for j, i in enumerate(items):
+            rows.append((f"{u:03d}", f"{i:03d}", float(rng.randint(1, 5)), 881250949.0 + 97 * j))
+    lines = [f"{u}\t{i}\t{r:g}\t{t:.0f}\n" for u, i, r, t in rows]
+    path.write_text(ML_HEADER + "".join(lines), encoding="utf-8")
+    return pl.DataFrame(rows, schema=["user_id", "item_id", "rating", "timestamp"], orient="row")
+
+
+def test_recbole_types_are_honoured(tmp_path: Path) -> None:
+    # rating:float came back as text (timestamp:float only because it was the split's time)
+    path = tmp_path / "ml.inter"
+    want = ml_like(path)
+    frame = receval.split(path, "leave_one_out", user_col="user_id", item_col="item_id").frame
+    assert frame.schema == pl.Schema(
+        {
+            "user_id": pl.String,
+            "item_id": pl.String,
+            "rating": pl.Float64,
+            "timestamp": pl.Float64,
+        }
+    )
+    assert_frame_equal(frame, want)
+    items = tmp_path / "ml.item"
+    items.write_text(
+        "item_id:token\tmovie_title:token_seq\trelease_year:token\tclass:token_seq\t"
+        "score:float\tvec:float_seq\tplain\n"
+        "001\tToy Story \t1995\tAnimation Children's  Comedy\t4.5\t0.5 -1 2e3\t7\n"
+        "002\t\t\t\t\t\t8\n",
+        encoding="utf-8",
+    )
+    from receval.data.io import read_table
+
+    got = read_table(items, "items", user_col="user_id", item_col="item_id", value_col="v")
+    assert got.schema == pl.Schema(
+        {
+            "item_id": pl.String,
+            "movie_title": pl.List(pl.String),
+            "release_year": pl.String,
+            "class": pl.List(pl.String),
+            "score": pl.Float64,
+            "vec": pl.List(pl.Float64),
+            "plain": pl.Int64,
+        }
+    )
+    assert got.row(0) == (
+        "001", ["Toy", "Story"], "1995", ["Animation", "Children's", "Comedy"], 4.5,
+        [0.5, -1.0, 2000.0], 7,
+    )  # fmt: skip
+    assert got.row(1) == ("002", [], None, [], None, [], 8)  # RecBole: an empty sequence
+
+
+@pytest.mark.parametrize(
+    ("header", "line", "match"),
+    [
+        ("u:token\ti:token\trating:float", "a\tb\tfive",
+         r"(?s)column 'rating' is declared 'rating:float' in its RecBole header: every value must "
+         r"be a number; 1 row\(s\) are not.*row 0: .*rating='five'"),
+        ("u:token\ti:token\tw:float_seq", "a\tb\t1 x 2",
+         r"(?s)column 'w' is declared 'w:float_seq'.*numbers separated by spaces.*w='1 x 2'"),
+    ],
+)  # fmt: skip
+def test_recbole_type_errors_name_the_column(
+    tmp_path: Path, header: str, line: str, match: str
+) -> None:
+    path = tmp_path / "bad.inter"
+    path.write_text(f"{header}\n{line}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=match):
+        receval.split(path, "random", n=1, user_col="u", item_col="i", time_col=None)
+
+
+def test_recbole_file_split_audited_and_evaluated_end_to_end(tmp_path: Path) -> None:
+    # ml-100k as RecBole ships it: split (Python and CLI), audit the split's own output with
+    # the rating as relevance, evaluate on it
+    import json
+    import warnings
+
+    from typer.testing import CliRunner
+
+    from receval.cli import app
+
+    path = tmp_path / "ml-100k.inter"
+    data = ml_like(path)
+    ids = {"user_col": "user_id", "item_col": "item_id"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", receval.LeakageWarning)
+        s = receval.split(path, "leave_one_out", **ids, relevance_col="rating",
+                          relevance_threshold=4)  # fmt: skip
+        s.write(tmp_path / "py")
+        audit = receval.audit_split(
+            tmp_path / "py" / "train.parquet", tmp_path / "py" / "test.parquet", **ids,
+            relevance_col="rating", relevance_threshold=4,
+        )  # fmt: skip
+    assert s.test["rating"].dtype == pl.Float64
+    assert audit["test_users_without_relevant"] == s.audit["test_users_without_relevant"]
+    assert audit["test_users_without_relevant"] == sum(
+        1 for r in s.test.iter_rows(named=True) if r["rating"] < 4
+    )
+    score = (pl.col("item_id").cast(pl.Int64) % 7).cast(pl.Float64)
+    recs = data.select("user_id", "item_id", score.alias("score"))
+    res = receval.evaluate(tmp_path / "py" / "test.parquet", recs, ["ndcg", "mrr"], **ids,
+                           relevance_col="rating")  # fmt: skip
+    want = receval.evaluate(s.test, recs, ["ndcg", "mrr"], **ids, relevance_col="rating")
+    assert res.means == want.means and 0 < res["mrr"] < 1
+    # id_type, as evaluate's: "int" reads the "007" ids as integers
+    ints = receval.split(path, "leave_one_out", **ids, id_type="int")
+    assert ints.train.schema["user_id"] == pl.Int64 and ints.train.schema["item_id"] == pl.Int64
+    assert sorted(ints.test["user_id"].to_list()) == list(range(8))
+    assert ints.test["rating"].to_list() == s.test["rating"].to_list()
+    assert (
+        receval.split(path, "leave_one_out", **ids, id_type={"item": "int"}).train.schema["user_id"]
+        == pl.String
+    )
+    with pytest.raises(InputError, match="id_type must be one of auto, str, int"):
+        receval.split(path, "leave_one_out", **ids, id_type="float")
+
+    runner = CliRunner()
+    flags = ["--user-col", "user_id", "--item-col", "item_id"]
+    out = tmp_path / "cli"
+    done = runner.invoke(app, ["split", str(path), "--method", "leave_one_out", *flags,
+                               "--out-dir", str(out), "--format", "json"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert pl.read_parquet(out / "test.parquet").equals(s.test)
+    done = runner.invoke(
+        app,
+        [
+            "audit",
+            str(out / "train.parquet"),
+            str(out / "test.parquet"),
+            *flags,
+            "--relevance-col",
+            "rating",
+            "--format",
+            "json",
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    recs.write_csv(tmp_path / "recs.csv")
+    done = runner.invoke(app, ["evaluate", "--truth", str(out / "test.parquet"), "--recs",
+                               str(tmp_path / "recs.csv"), *flags, "--relevance-col", "rating",
+                               "-m", "ndcg", "--id-type", "str", "--format", "json"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["metrics"]["ndcg"] == want["ndcg"]
+    out = tmp_path / "cli_int"
+    done = runner.invoke(app, ["split", str(path), "--method", "leave_one_out", *flags,
+                               "--id-type", "int", "--out-dir", str(out)])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert pl.read_parquet(out / "train.parquet").equals(ints.train)
+
+
+# --- found by the generated robustness suite of split (tests/engines/test_robustness.py) -----
+
+
+def test_a_fifo_is_not_a_file_and_is_never_opened(tmp_path: Path) -> None:
+    # a FIFO was reported as "does not exist"; opening it would block until a writer came
+    fifo = tmp_path / "data.csv"
+    os.mkfifo(fifo)
+    msg = rf"^truth path {str(fifo)!r} is not a regular file \(a pipe, socket or device\)"
+    with pytest.raises(InputError, match=msg):
+        receval.evaluate(fifo, {1: {2: 1.0}}, ["ndcg@1"])
+    with pytest.raises(InputError, match=msg.replace("truth", "interactions")):
+        receval.split(fifo, "leave_one_out")
+    with pytest.raises(InputError, match=msg.replace("truth", "test")):
+        receval.audit_split(pl.DataFrame({"user": [1], "item": [2]}), fifo)
+    missing = tmp_path / "missing.csv"
+    with pytest.raises(InputError, match=rf"^truth file {str(missing)!r} does not exist\.$"):
+        receval.evaluate(missing, {1: {2: 1.0}}, ["ndcg@1"])
+
+
+def test_a_lazy_frame_that_fails_to_collect_is_an_input_error() -> None:
+    # Polars' SchemaError came through from LazyFrame.collect()
+    data = pl.DataFrame({"user": [1, 1, 2], "item": [1, 2, 3], "timestamp": [1, 2, 3]})
+    broken = data.lazy().with_columns(pl.col("user").str.to_integer())
+    match = r"^interactions: the LazyFrame could not be collected: .*invalid series dtype"
+    with pytest.raises(InputError, match=match):
+        receval.split(broken, "leave_one_out")
+    with pytest.raises(InputError, match=r"^truth: the LazyFrame could not be collected"):
+        receval.evaluate(broken, data, ["ndcg@1"])

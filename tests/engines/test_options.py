@@ -92,6 +92,9 @@ def test_settings_are_the_results() -> None:
         ({"relevance_threshold": 0}, "relevance_threshold must be a finite number > 0; got 0."),
         ({"relevance_threshold": True},
          "relevance_threshold must be a finite number > 0; got True."),
+        # an int beyond a float's range raised OverflowError (math.isfinite)
+        ({"relevance_threshold": 10**400},
+         f"relevance_threshold must be a finite number > 0; got {10**400!r}."),
         ({"user_col": "x", "item_col": "x"},
          "user_col and item_col both name column 'x' of recs; each must name a different "
          "column."),

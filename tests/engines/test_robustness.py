@@ -12,9 +12,13 @@ call must succeed.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
+import signal
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -429,6 +433,7 @@ def test_evaluator_returns_or_raises_receval_errors(ops: list[tuple[Any, ...]]) 
             assert res[name] == pytest.approx(column.mean(), rel=1e-12, abs=1e-15)
     assert ev.compute() == res  # computing again changes nothing
 
+
 # ------------------------------------------------------------------- report writers (issue 29)
 # Drawn hostile model names, segment labels, digits and paths through every writer of a
 # Comparison (to_markdown, to_latex, to_json, the HTML tables, repr, to_html): each returns or
@@ -603,3 +608,406 @@ def test_html_report_with_plots_of_hostile_names(
     assert isinstance(got, Path), got
     tags, handlers = _html_tags(got.read_text(encoding="utf-8"))
     assert tags <= HTML_TAGS and not handlers, (tags, handlers)
+
+
+# --- split, audit_split and Sampling: every bad input is a RecevalError -------------------
+# Interaction tables of drawn column types (good and bad: floats, bools, nulls, lists, dates,
+# NaN, text timestamps, ids beyond int64) in a drawn container (Polars eager and lazy, pandas
+# with numpy or Arrow-backed columns, Arrow, CSV, TSV, Parquet, a RecBole .inter file with
+# drawn header types), and a call of a drawn method whose options are mostly good (so that the
+# splits themselves run) with now and then a bad value or one the method does not take. The
+# call must return, or raise a RecevalError: never another exception, never a hang; a split
+# that returns must account for every row, and its own parts, written and read back, must
+# pass audit_split.
+
+HANG_SECONDS = 240  # a hang, not a slow call: the first calls compile the kernels
+COLUMN_VALUES: dict[str, Any] = {
+    "int": st.integers(0, 6),
+    "str": st.sampled_from(["a", "b", "007", "7", "c d", "é"]),
+    "float": st.sampled_from([0.0, 1.5, 2.0, -0.0, 3.0]),
+    "odd_float": st.sampled_from([0.0, 1.5, math.nan, math.inf, -math.inf]),
+    "bool": st.booleans(),
+    "null": st.none(),
+    "maybe_null": st.one_of(st.none(), st.integers(0, 4)),
+    "big": st.sampled_from([0, 2**63, 2**64 - 1]),
+    "date": st.dates(min_value=dt.date(2020, 1, 1), max_value=dt.date(2020, 1, 9)),
+    "datetime": st.datetimes(min_value=dt.datetime(2020, 1, 1), max_value=dt.datetime(2020, 1, 9)),
+    "iso": st.sampled_from(["2020-01-02", "2020-01-05", "2020-01-05T10:00:00", "never"]),
+    "list": st.lists(st.integers(0, 3), max_size=2),
+}
+GOOD_KINDS = {
+    "user": ["int", "str"],
+    "item": ["int", "str"],
+    "timestamp": ["int", "int", "date", "datetime", "float"],
+    "rating": ["int", "float"],
+}
+ANY_KIND = list(COLUMN_VALUES)
+RECBOLE_TYPES = ["token", "float", "token_seq", "float_seq", ""]
+CONTAINERS_SPLIT = ["polars", "lazy", "pandas", "pandas_arrow", "arrow", "csv", "tsv", "parquet",
+                    "inter"]  # fmt: skip
+
+
+@contextmanager
+def no_hang(seconds: int = HANG_SECONDS) -> Iterator[None]:
+    """Fail (instead of waiting for ever) when the block runs longer than ``seconds``."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeoutError(f"the call ran for more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _never_crashes(call: Any) -> object:
+    """``call()``'s result, or its RecevalError; any other exception fails the test."""
+    with no_hang(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return call()
+        except receval.RecevalError as exc:
+            assert str(exc), "an error without a message"
+            return exc
+
+
+def _container(draw: st.DrawFn, frame: pl.DataFrame, folder: Path, name: str) -> Any:
+    """``frame`` in a drawn container: an object, or a file written for it."""
+    container = draw(st.sampled_from(CONTAINERS_SPLIT), label=f"{name} container")
+    try:
+        if container == "lazy":
+            return frame.lazy()
+        if container == "pandas":
+            return frame.to_pandas()
+        if container == "pandas_arrow":
+            return frame.to_pandas(use_pyarrow_extension_array=True)
+        if container == "arrow":
+            return frame.to_arrow()
+    except Exception:  # a type pandas or Arrow cannot hold: the frame itself then
+        return frame
+    if container == "polars":
+        return frame
+    path = folder / f"{name}.{container}"
+    if container == "parquet":
+        frame.write_parquet(path)
+        return path
+    flat = frame.with_columns(
+        pl.col(c).list.eval(pl.element().cast(pl.String)).list.join(" ")
+        for c, t in frame.schema.items()
+        if isinstance(t, pl.List)
+    )
+    if container in ("csv", "tsv"):
+        flat.write_csv(path, separator="," if container == "csv" else "\t")
+        return path
+    types = [draw(st.sampled_from(RECBOLE_TYPES)) for _ in flat.columns]
+    header = "\t".join(f"{c}:{t}" if t else c for c, t in zip(flat.columns, types, strict=True))
+    body = flat.write_csv(separator="\t", include_header=False)
+    path.write_text(header + "\n" + body, encoding="utf-8")
+    return path
+
+
+@st.composite
+def interaction_frames(draw: st.DrawFn, name: str) -> pl.DataFrame:
+    """An interaction table (user, item, timestamp, rating): mostly of good column kinds and
+    a few rows per user (so that the splits run), else of any kinds."""
+    good = draw(st.sampled_from([True, True, True, False]), label=f"{name} kinds good")
+    n = draw(st.integers(4, 16) if good else st.integers(0, 8), label=f"{name} rows")
+    kinds = {
+        col: draw(st.sampled_from(options if good else ANY_KIND), label=f"{name}.{col}")
+        for col, options in GOOD_KINDS.items()
+    }
+    data = {col: [draw(COLUMN_VALUES[kind]) for _ in range(n)] for col, kind in kinds.items()}
+    if good and kinds["user"] == "int":  # few users, so that each has rows to split
+        data["user"] = [u % 3 for u in data["user"]]
+    try:
+        return pl.DataFrame(data, strict=False)
+    except (pl.exceptions.PolarsError, OverflowError, TypeError):
+        return pl.DataFrame({c: pl.Series(c, [str(v) for v in vs]) for c, vs in data.items()})
+
+
+@st.composite
+def interaction_tables(draw: st.DrawFn, folder: Path, name: str) -> Any:
+    """:func:`interaction_frames` in a drawn container."""
+    return _container(draw, draw(interaction_frames(name)), folder, name)
+
+
+@st.composite
+def split_parts(draw: st.DrawFn, folder: Path) -> tuple[Any, Any, Any]:
+    """(train, test, validation or None), each in a drawn container: mostly the rows of one
+    table dealt into parts (so that their kinds agree), else independent tables."""
+    if not draw(st.sampled_from([True, True, True, False]), label="parts of one table"):
+        validation = draw(st.one_of(st.none(), interaction_frames("validation")))
+        frames = [draw(interaction_frames("train")), draw(interaction_frames("test")), validation]
+    else:
+        whole = draw(interaction_frames("whole"))
+        with_validation = draw(st.booleans(), label="with validation")
+        side = draw(st.lists(st.integers(0, 2 if with_validation else 1), min_size=whole.height,
+                             max_size=whole.height), label="parts")  # fmt: skip
+        codes = pl.Series(side, dtype=pl.Int64)
+        frames = [whole.filter(codes == c) for c in range(3)]
+        frames[2] = frames[2] if with_validation else None
+    return tuple(  # type: ignore[return-value]
+        None if f is None else _container(draw, f, folder, name)
+        for f, name in zip(frames, ("train", "test", "validation"), strict=True)
+    )
+
+
+# Options of split: values that are good (the call should run), and bad ones (out of domain,
+# of the wrong type, or unusable for the data).
+GOOD_VALUES: dict[str, list[Any]] = {
+    "n": [1, 2, 3, np.int64(1)],
+    "fraction": [0.5, 0.2, 0.75, np.float32(0.5)],
+    "cutoff": [2, 3, 4, dt.date(2020, 1, 4), dt.datetime(2020, 1, 4, 12), "2020-01-04", 1.5],
+    "end": [5, 6, dt.date(2020, 1, 7), "2020-01-08"],
+    "k": [2, 3],
+    "by": ["time", "random"],
+    "validation_n": [1],
+    "validation_fraction": [0.25],
+    "validation_cutoff": [1, 2, dt.date(2020, 1, 2), "2020-01-02"],
+    "ties": ["random", "together"],
+    "short_users": ["train", "drop", "raise"],
+    "seed": [0, 7, 2**64 - 1, np.uint64(3)],
+    "duplicates": ["first", "last", "keep", "raise"],
+    "min_user_interactions": [1, 2],
+    "min_item_interactions": [1, 2],
+    "drop_cold": ["none", "users", "items", "both"],
+    "relevance_col": [None, "rating"],
+    "relevance_threshold": [1, 3, 0.5],
+    "time_col": ["timestamp", None],
+    "id_type": ["auto", "str", "int", {"item": "int"}, "user=str"],
+}
+BAD_VALUES: dict[str, list[Any]] = {
+    "n": [0, -1, 1.5, True, "1", 10**30, math.nan],
+    "fraction": [0, 1, math.nan, "0.5", -0.1, True, 1e-15, 10**400],
+    "cutoff": ["x", math.nan, 10**30, b"1", [1], dt.time(1)],
+    "end": ["x", math.nan, -(10**30)],
+    "k": [1, 0, 2.0, 10**30, "3"],
+    "by": ["item", 1],
+    "validation_n": [0, "x", 10**30],
+    "validation_fraction": [2.0, math.nan, 0.9],
+    "validation_cutoff": ["y", 10**30, math.inf],
+    "ties": ["first", 1],
+    "short_users": ["x", None, 0],
+    "seed": [2**64, -1, 1.0, True, None, 10**5000, "1"],
+    "duplicates": ["drop", None, 1],
+    "min_user_interactions": [0, 1.5, 10**30, None, "2"],
+    "min_item_interactions": [0, None, -(2**70)],
+    "drop_cold": [None, "x", True],
+    "relevance_col": ["missing", "user", "item", "timestamp", 3, ""],
+    "relevance_threshold": ["x", math.nan, None, math.inf, 10**400],
+    "time_col": ["rating", "user", "missing", 3, ""],
+    "id_type": ["float", 1, {"bogus": "int"}, {"item": "x"}, "item=", None],
+    "input_format": ["tsv", "csv", "parquet", "trec", "xml", 1],
+    "user_col": ["missing", "timestamp", "item", 3, ""],
+    "item_col": ["missing", "user", None],
+}
+COMMON_OPTIONS = [
+    "seed", "duplicates", "min_user_interactions", "min_item_interactions", "drop_cold",
+    "relevance_col", "relevance_threshold", "time_col", "id_type",
+]  # fmt: skip
+METHOD_OPTIONS = {  # receval.data.split._OPTIONS, written out: the test's own copy
+    "temporal_global": ["cutoff", "fraction", "end", "validation_cutoff", "validation_fraction",
+                        "ties"],
+    "temporal_user": ["n", "fraction", "validation_n", "validation_fraction", "ties",
+                      "short_users"],
+    "leave_one_out": ["by", "validation_n", "ties", "short_users"],
+    "random_user": ["n", "fraction", "validation_n", "validation_fraction", "short_users"],
+    "random": ["n", "fraction", "validation_n", "validation_fraction"],
+    "kfold_user": ["k", "n", "fraction", "by", "ties", "short_users"],
+}  # fmt: skip
+NEEDS = {"temporal_global": ["cutoff", "fraction"], "leave_one_out": []}  # else n or fraction
+
+
+@st.composite
+def split_calls(draw: st.DrawFn) -> tuple[str, dict[str, Any], bool]:
+    """A method and its options: ``(method, options, good)``, ``good`` when every option was
+    drawn from the good values of one the method takes."""
+    method = draw(st.sampled_from([*METHOD_OPTIONS] * 4 + ["nope"]), label="method")
+    if method == "nope":
+        return method, {}, False
+    needs = NEEDS.get(method, ["n", "fraction"])
+    names = [draw(st.sampled_from(needs))] if needs else []
+    names += ["k"] if method == "kfold_user" else []
+    # the others of an exclusive group (cutoff or fraction, n or fraction, one validation size)
+    left_out = set(needs) | {"validation_n", "validation_fraction", "validation_cutoff"}
+    validation = [n for n in METHOD_OPTIONS[method] if n.startswith("validation")]
+    names += [draw(st.sampled_from(validation))] if validation and draw(st.booleans()) else []
+    takes = [n for n in [*METHOD_OPTIONS[method], *COMMON_OPTIONS] if n not in left_out]
+    names += draw(st.lists(st.sampled_from(takes), max_size=3, unique=True))
+    options = {name: draw(st.sampled_from(GOOD_VALUES[name])) for name in dict.fromkeys(names)}
+    good = draw(st.sampled_from([True, True, False]), label="options good")
+    if not good:
+        bad = draw(st.sampled_from(sorted(BAD_VALUES)), label="bad option")
+        options[bad] = draw(st.sampled_from(BAD_VALUES[bad]), label="bad value")
+    return method, options, good
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_split_bad_input_is_a_receval_error(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _check_split(data, tmp_path_factory)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=600,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_split_bad_input_is_a_receval_error_many(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _check_split(data, tmp_path_factory)
+
+
+def _check_split(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("robust_split")
+    table = data.draw(interaction_tables(folder, "interactions"), label="interactions")
+    method, options, good = data.draw(split_calls(), label="call")
+    event(f"{method}, options {'good' if good else 'with a bad one'}")
+    got = _never_crashes(lambda: receval.split(table, method, **options))  # type: ignore[arg-type]
+    event(f"split: {type(got).__name__}")
+    if not isinstance(got, receval.Split):
+        return
+    counts = got.counts()
+    assert sum(counts.values()) == got.frame.height
+    parts = [got.train, got.test] + ([got.validation] if got.validation is not None else [])
+    assert sum(p.height for p in parts) == got.frame.height - counts["dropped"]
+    assert got.audit.table.height > 0
+    if got.fold_parts:  # each fold its own split of the same rows, with its own audit
+        for fold in got.folds:
+            assert sum(fold.counts().values()) == got.frame.height
+            assert fold.train.height + fold.test.height <= got.frame.height - counts["dropped"]
+            assert all(isinstance(fold.audit[c], int | None) for c in fold.audit.table["check"])
+        return
+    assert all(isinstance(got.audit[c], int | None) for c in got.audit.table["check"])
+    # the split's own output, written and read back, passes the audit: the CLI's workflow
+    written = got.write(folder / "parts")
+    audit_options = {
+        k: v
+        for k, v in options.items()
+        if k in ("time_col", "relevance_col", "relevance_threshold")
+    }
+    validation = folder / "parts" / "validation.parquet"
+    again = _never_crashes(
+        lambda: receval.audit_split(
+            written[0], written[1], validation=validation if validation.exists() else None,
+            **audit_options,
+        )
+    )  # fmt: skip
+    assert isinstance(again, receval.SplitAudit), again
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_audit_split_bad_input_is_a_receval_error(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _check_audit(data, tmp_path_factory)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_audit_split_bad_input_is_a_receval_error_many(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    _check_audit(data, tmp_path_factory)
+
+
+def _check_audit(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) -> None:
+    folder = tmp_path_factory.mktemp("robust_audit")
+    train, test, validation = data.draw(split_parts(folder), label="parts")
+    names = ["time_col", "relevance_col", "relevance_threshold", "id_type", "input_format",
+             "user_col", "item_col"]  # fmt: skip
+    chosen = data.draw(st.lists(st.sampled_from(names), max_size=3, unique=True))
+    options = {
+        name: data.draw(st.sampled_from(GOOD_VALUES.get(name, []) + BAD_VALUES[name]))
+        for name in chosen
+    }
+    got = _never_crashes(lambda: receval.audit_split(train, test, validation=validation, **options))
+    event(f"audit_split: {type(got).__name__}")
+    if isinstance(got, receval.SplitAudit):
+        assert got.table.height > 0
+        assert str(got)
+
+
+SAMPLING_VALUES: dict[str, list[Any]] = {
+    "negatives": [1, 5, 0, -2, 2.0, True, "5", None, 10**30, np.int32(4)],
+    "seed": GOOD_VALUES["seed"] + BAD_VALUES["seed"],
+    "replace": [False, True, 1, "yes", None],
+    "distribution": ["uniform", "popularity", "zipf", None],
+    "correction": [None, "rescale", "minimal_bias", "bias_variance", "mle", "other", 1],
+    "gamma": [0.01, 0.5, 0, 1, math.nan, math.inf, True, "0.1", None],
+    "catalog_size": [None, 50, 1, 2.0, -3, True, 10**30],
+}
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_sampling_bad_input_is_a_receval_error(data: st.DataObject) -> None:
+    _check_sampling(data)
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_sampling_bad_input_is_a_receval_error_many(data: st.DataObject) -> None:
+    _check_sampling(data)
+
+
+def _check_sampling(data: st.DataObject) -> None:
+    names = data.draw(st.lists(st.sampled_from(list(SAMPLING_VALUES)), max_size=4, unique=True))
+    kwargs = {name: data.draw(st.sampled_from(SAMPLING_VALUES[name])) for name in names}
+    negatives = kwargs.pop("negatives", 5)
+    got = _never_crashes(lambda: receval.Sampling(negatives, **kwargs))
+    text = data.draw(
+        st.one_of(
+            st.text(max_size=30),
+            st.builds(
+                "{}({}{})".format,
+                st.sampled_from(["sampled", "rescale", "mle", "bias_variance", "x", ""]),
+                st.sampled_from(["5", "0", "-1", "1e3", "5.0", "", "True", "'5'", "2**64"]),
+                st.sampled_from(["", ", seed=3", f", seed={2**64}", ", seed=-1", ", gamma=2",
+                                 ", replace=true", ", nope=1", ", seed=1.0", ", seed=",
+                                 ", catalog_size=9", ", distribution=popularity"]),
+            ),
+        ),
+        label="text",
+    )  # fmt: skip
+    parsed = _never_crashes(lambda: receval.Sampling.parse(text))
+    event(f"{type(got).__name__}, parse: {type(parsed).__name__}")
+    rng = np.random.default_rng(0)
+    model = receval.FactorModel(rng.normal(size=(6, 2)), rng.normal(size=(12, 2)))
+    truth = pl.DataFrame({"user": [0, 1, 2, 3], "item": [0, 3, 5, 7]})
+    for sampling in (got, parsed):
+        if not isinstance(sampling, receval.Sampling):
+            continue
+        assert type(sampling.seed) is int and 0 <= sampling.seed < 2**64
+        _never_crashes(lambda s=sampling: receval.evaluate(truth, model, ["ndcg@3"], sampling=s))

@@ -468,3 +468,22 @@ def test_popularity_draws_from_exclude() -> None:
     res = receval.evaluate(truth, model, ["hit_rate@1"], exclude=exclude,
                            sampling=receval.Sampling(3, distribution="popularity"))  # fmt: skip
     assert res.metrics == ("hit_rate@1~sampled(3, distribution=popularity)",)
+
+
+@pytest.mark.parametrize("negatives", [10**9, 10**30])
+def test_draws_with_replacement_beyond_block_memory_are_refused(negatives: int) -> None:
+    # found by the robustness suite: Sampling(10**30, replace=True) raised OverflowError and
+    # 10**9 was killed for memory (one test item's 10^9 negatives, 32 GB, in one block)
+    rng = np.random.default_rng(0)
+    model = receval.FactorModel(rng.normal(size=(4, 2)), rng.normal(size=(12, 2)))
+    truth = pl.DataFrame({"user": [0, 1], "item": [0, 3]})
+    sampling = receval.Sampling(negatives, replace=True)
+    with pytest.raises(receval.InputError, match=rf"Sampling.negatives={negatives:,} with "
+                       r"replacement needs .* bytes for each test item, more than block_memory "
+                       r"\(268,435,456 bytes\)"):  # fmt: skip
+        receval.evaluate(truth, model, ["ndcg@3"], sampling=sampling)
+    small = receval.Sampling(1000, replace=True)  # 32,000 bytes: within 40,000
+    got = receval.evaluate(truth, model, ["ndcg@3"], sampling=small, block_memory=40_000)
+    assert got.counts.evaluated == 2
+    with pytest.raises(receval.InputError, match=r"more than block_memory \(20,000 bytes\)"):
+        receval.evaluate(truth, model, ["ndcg@3"], sampling=small, block_memory=20_000)

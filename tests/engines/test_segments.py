@@ -378,3 +378,27 @@ def test_config_segments_read_files_relative_to_the_config(data, tmp_path: Path)
     out = runner.invoke(app, ["evaluate", "--config", str(bad)])
     assert out.exit_code != 0
     assert "segments must be a segmentation or a list of them" in out.output
+
+
+def test_activity_bins_at_every_bound_without_a_deprecation_warning() -> None:
+    # the bins came from Polars' deprecated Expr.cut, whose DeprecationWarning reached callers
+    from receval.data.segments import activity_segments
+
+    counts = [0, 1, 2, 4, 5, 19, 20, 99, 100, 101, 5000]
+    users = pl.Series("user", list(range(len(counts))))
+    train = pl.DataFrame(
+        {"user": [u for u, n in enumerate(counts) for _ in range(n)]}, schema={"user": pl.Int64}
+    ).with_row_index("item")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = activity_segments(users, train).sort("user")
+    assert got["segment"].dtype == pl.String
+    assert got["segment"].to_list() == [activity_of(n) for n in counts]
+    truth = pl.DataFrame({"user": users, "item": [0] * len(counts)})
+    recs = truth.with_columns(pl.lit(1.0).alias("score"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = receval.evaluate(truth, recs, ["mrr"], train=train, segments="activity")
+    assert not [w for w in caught if issubclass(w.category, DeprecationWarning)], caught
+    users_by_bin = dict(res.by_segment.select("segment", "users").iter_rows())
+    assert users_by_bin == {"0": 1, "1-4": 3, "5-19": 2, "20-99": 2, "100+": 3}

@@ -110,7 +110,7 @@ _SPLIT_BOUNDS = ("cutoff", "end", "validation_cutoff")  # a number or a date/dat
 SPLIT_KEYS = (
     "input", "out_dir", "method", *_SPLIT_INTEGERS, *_SPLIT_FRACTIONS, *_SPLIT_BOUNDS, "by",
     "user_col", "item_col", "time_col", "ties", "duplicates", "short_users", "drop_cold",
-    "input_format", "format",
+    "input_format", "id_type", "format",
 )  # fmt: skip
 """The keys of ``receval split --config``."""
 

@@ -106,6 +106,11 @@ InputFormatOpt = Annotated[
     typer.Option(help="Format of the input files when their suffix does not tell: parquet, "
                  "csv or tsv."),
 ]  # fmt: skip
+IdTypeOpt = Annotated[
+    str | None,
+    typer.Option(help="Type of the user and item ids: auto (text from CSV, TSV and RecBole "
+                 "files), str, int, or by id such as item=int \\[default: auto]."),
+]  # fmt: skip
 FailOpt = Annotated[
     bool,
     typer.Option(help=f"Exit with code {LEAK_EXIT} when the audit finds a leak (for CI)."),
@@ -246,6 +251,7 @@ def register_split_commands(app: typer.Typer) -> None:
         item_col: ItemOpt = None,
         time_col: TimeOpt = None,
         input_format: InputFormatOpt = None,
+        id_type: IdTypeOpt = None,
         config: Annotated[
             Path | None,
             typer.Option(
@@ -266,7 +272,8 @@ def register_split_commands(app: typer.Typer) -> None:
             "duplicates": duplicates, "min_user_interactions": min_user_interactions,
             "min_item_interactions": min_item_interactions, "short_users": short_users,
             "drop_cold": drop_cold, "user_col": user_col, "item_col": item_col,
-            "time_col": time_col, "input_format": input_format, "format": fmt,
+            "time_col": time_col, "input_format": input_format, "id_type": id_type,
+            "format": fmt,
         }  # fmt: skip
         try:
             settings: dict[str, Any] = load_config(config, SPLIT_KEYS) if config else {}
@@ -313,6 +320,7 @@ def register_split_commands(app: typer.Typer) -> None:
             typer.Option("--relevance-threshold", help="Relevant when >= this \\[default: 1]."),
         ] = None,
         input_format: InputFormatOpt = None,
+        id_type: IdTypeOpt = None,
         fmt: FormatOpt = None,
         fail_on_leak: FailOpt = False,
     ) -> None:
@@ -320,7 +328,7 @@ def register_split_commands(app: typer.Typer) -> None:
         options: dict[str, Any] = {
             "user_col": user_col, "item_col": item_col, "time_col": time_col,
             "relevance_col": relevance_col, "relevance_threshold": threshold,
-            "input_format": input_format, "validation": validation,
+            "input_format": input_format, "validation": validation, "id_type": id_type,
         }  # fmt: skip
         try:
             audit = audit_split(train, test, **{k: v for k, v in options.items() if v is not None})

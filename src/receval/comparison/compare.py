@@ -18,7 +18,13 @@ from typing import Any, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, about, caller_stacklevel, check_choice, check_integer
+from receval._errors import (
+    InputError,
+    about,
+    caller_stacklevel,
+    check_choice,
+    check_seed,
+)
 from receval.comparison import report
 from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
 from receval.comparison.stats import (
@@ -302,7 +308,8 @@ def compare(
         The bootstrap intervals of each model's mean: level, ``"bca"`` or ``"percentile"``,
         and the number of user-level resamples.
     seed:
-        Seeds the bootstrap and the randomization test: equal inputs give equal output.
+        Seeds the bootstrap and the randomization test (an integer from 0 to 2^64 - 1):
+        equal inputs give equal output.
     progress:
         Show a progress bar on stderr (Rich). The library is quiet otherwise.
     users:
@@ -498,7 +505,7 @@ def _check_options(
         msg = f"alpha must be a number strictly between 0 and 1; got {alpha!r}."
         raise InputError(msg)
     check_count("n_permutations", n_permutations, 1, MAX_PERMUTATIONS)
-    check_integer("seed", seed, 0)
+    check_seed(seed)
 
 
 def _rows(

@@ -11,9 +11,11 @@ explains each with a worked example.
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -21,13 +23,20 @@ import polars as pl
 from receval._errors import InputError, LeakageWarning
 from receval.data.interactions import Columns, check_interactions, read_interactions, time_key
 from receval.data.io import InputFormat, check_input_format
-from receval.data.layout import user_codes
+from receval.data.layout import (
+    IdTypeArg,
+    Role,
+    cast_ids,
+    check_column_names,
+    check_id_type,
+    user_codes,
+)
 from receval.kernels.grouping import counting_sort, gather
 from receval.kernels.split import TEST, TRAIN, VALIDATION, audit_users
 
 __all__ = [
-    "CHECKS", "CodedRows", "SplitAudit", "audit_coded", "audit_frames", "audit_split", "emit",
-    "relevant_rows",
+    "CHECKS", "CodedRows", "SplitAudit", "audit_coded", "audit_frames", "audit_split",
+    "check_relevance_col", "check_threshold", "emit", "relevant_rows",
 ]  # fmt: skip
 
 CHECKS: dict[str, tuple[str, str]] = {
@@ -67,8 +76,11 @@ class SplitAudit:
         One row per check: ``check`` (its name, :data:`CHECKS`), ``count``, ``share`` (count
         over the size of ``of``; null when that is 0) and ``of`` (what the share is of). The
         checks of a validation part against train are named ``validation.<check>``; a
-        splitter adds what it removed (``kcore_rows_removed``, ``duplicate_rows_removed``,
-        ...). A time check is null when a table has no time column.
+        splitter adds what it removed (``rows_at_or_after_end_removed``,
+        ``duplicate_rows_removed``, the ``kcore_*_removed``, ``short_users_*`` and
+        ``cold_*_rows_dropped`` rows), every one of them in every split's audit, 0 where its
+        step did not run (docs/protocol.md). A time check is null when a table has no time
+        column.
     warnings:
         The leaks found, in words (each also emitted as :class:`receval.LeakageWarning`).
     notes:
@@ -124,6 +136,7 @@ def audit_split(
     relevance_threshold: float = 1,
     input_format: InputFormat | None = None,
     warn: bool = True,
+    id_type: IdTypeArg = "auto",
 ) -> SplitAudit:
     """Audit a train/test split for leakage, however it was made.
 
@@ -146,6 +159,10 @@ def audit_split(
     warn:
         Emit each leak found as a :class:`receval.LeakageWarning` (they are in
         :attr:`SplitAudit.warnings` either way).
+    id_type:
+        The type of the user and item ids of every part, as :func:`receval.split`'s
+        (``"auto"``, ``"str"``, ``"int"`` or a kind by id): ``"int"`` compares a CSV part's
+        text ids with a Parquet part's integers.
 
     Returns
     -------
@@ -172,6 +189,11 @@ def audit_split(
     ['LeakageWarning']
     """
     formats = check_input_format(input_format)
+    kinds = check_id_type(id_type)
+    threshold = check_threshold(relevance_threshold)
+    if not isinstance(warn, bool | np.bool_):
+        msg = f"warn must be True or False; got {warn!r}."
+        raise InputError(msg)
     columns = Columns(user_col, item_col, time_col)
     parts: dict[str, pl.DataFrame] = {}
     found: dict[str, Columns] = {}
@@ -181,7 +203,8 @@ def audit_split(
             continue
         frame = read_interactions(data, name, columns, formats["train"])
         found[name] = check_interactions(frame, name, columns, need_time=False, allow_empty=True)
-        parts[name] = frame
+        role = cast(Role, name)  # cast_ids names the part in its messages only
+        parts[name] = cast_ids(frame, role, {user_col: kinds["user"], item_col: kinds["item"]})
     has_time = time_col is not None and all(c.time is not None for c in found.values())
     notes = []
     if time_col is not None and not has_time:
@@ -192,11 +215,12 @@ def audit_split(
         )
     used = Columns(user_col, item_col, time_col if has_time else None)
     _check_kinds(parts, used)
-    if relevance_col is not None:
-        _check_relevance(parts["test"], relevance_col)
+    for name in ("test", "validation"):  # the parts whose rows may be relevant
+        if name in parts:
+            check_relevance_col(parts[name], name, found[name], relevance_col)
     audit = audit_frames(
         parts["train"], parts["test"], parts.get("validation"), used,
-        relevance=(relevance_col, relevance_threshold), ties=None, notes=notes,
+        relevance=(relevance_col, threshold), ties=None, notes=notes,
     )  # fmt: skip
     if warn:
         emit(audit, stacklevel=3)
@@ -238,13 +262,42 @@ def _kind(dtype: pl.DataType) -> str:
     return str(dtype.base_type())
 
 
-def _check_relevance(test: pl.DataFrame, col: str) -> None:
-    if col not in test.columns:
-        msg = f"test is missing column {col!r} (relevance_col); columns found: {test.columns}."
+def check_threshold(value: object) -> float:
+    """``relevance_threshold`` as a float, or :class:`InputError` unless a finite number > 0
+    (Python or NumPy; not a bool): evaluate's rule, so that a split's audit and an evaluation
+    take the same thresholds."""
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    try:
+        threshold = float(cast(float, value)) if number else math.nan
+    except OverflowError:  # an int beyond a float's range
+        threshold = math.nan
+    if not (math.isfinite(threshold) and threshold > 0):
+        msg = f"relevance_threshold must be a finite number > 0; got {value!r}."
         raise InputError(msg)
-    dtype = test.schema[col]
+    return threshold
+
+
+def check_relevance_col(frame: pl.DataFrame, name: str, columns: Columns, col: object) -> None:
+    """``relevance_col`` (unless None) must name a numeric column of ``frame`` (the table
+    ``name``, checked by :func:`check_interactions`) other than its id and time columns: a
+    missing one would count every row relevant, silently."""
+    if col is None:
+        return
+    names = {"user_col": columns.user, "item_col": columns.item}
+    check_column_names(
+        names | ({"time_col": columns.time} if columns.time else {}) | {"relevance_col": col},
+        name,
+    )
+    assert isinstance(col, str)
+    if col not in frame.columns:
+        msg = f"{name} is missing column {col!r} (relevance_col); columns found: {frame.columns}."
+        raise InputError(msg)
+    dtype = frame.schema[col]
     if not (dtype.is_numeric() and dtype != pl.Boolean):
-        msg = f"test column {col!r} (relevance_col) must be numeric; got {dtype}."
+        msg = (
+            f"{name} column {col!r} (relevance_col) must be numeric; got {dtype}. Cast it "
+            f"first, e.g. pl.col({col!r}).cast(pl.Float64) (a RecBole header: {col}:float)."
+        )
         raise InputError(msg)
 
 

@@ -46,7 +46,7 @@ import polars as pl
 from numba import njit
 from numpy.typing import NDArray
 
-from receval._errors import InputError, check_choice, check_integer
+from receval._errors import InputError, check_choice, check_integer, check_seed
 from receval.kernels.pools import run_chunks
 
 __all__ = ["Interactions", "make_interactions", "make_items", "make_train"]
@@ -130,8 +130,8 @@ def make_interactions(
     ids : {"int", "str"}, default "int"
         Int64 ids, or String ids ``"u<n>"`` for users and ``"i<n>"`` for items.
     seed : int, default 0
-        Seed (>= 0); the same arguments always give the same frames, whatever the number
-        of threads.
+        Seed (an integer from 0 to 2^64 - 1); the same arguments always give the same
+        frames, whatever the number of threads.
 
     Returns
     -------
@@ -169,7 +169,7 @@ def make_interactions(
     if n_items is None:
         n_items = max(1000, 10 * n_recs, n_users // 2)
     _check_int("n_items", n_items, 1, or_none=True)
-    _check_int("seed", seed, 0)
+    seed = check_seed(seed)
     if not (math.isfinite(mean_relevant) and mean_relevant >= 1):
         msg = f"mean_relevant must be a finite number >= 1; got {mean_relevant!r}."
         raise InputError(msg)
@@ -453,7 +453,7 @@ def make_train(
     ids : {"int", "str"}, default "int"
         Int64 ids, or String ids ``"u<n>"`` / ``"i<n>"`` as :func:`make_interactions`.
     seed : int, default 0
-        Seed (>= 0).
+        Seed (an integer from 0 to 2^64 - 1).
 
     Returns
     -------
@@ -472,7 +472,7 @@ def make_train(
     """
     _check_int("n_users", n_users, 1)
     _check_int("n_items", n_items, 1)
-    _check_int("seed", seed, 0)
+    seed = check_seed(seed)
     if not (isinstance(mean_items, int | float) and math.isfinite(mean_items) and mean_items > 0):
         msg = f"mean_items must be a finite number > 0; got {mean_items!r}."
         raise InputError(msg)
@@ -522,7 +522,7 @@ def make_items(
     ids : {"int", "str"}, default "int"
         Int64 or String item ids.
     seed : int, default 0
-        Seed (>= 0).
+        Seed (an integer from 0 to 2^64 - 1).
 
     Returns
     -------
@@ -542,7 +542,7 @@ def make_items(
     _check_int("n_items", n_items, 1)
     _check_int("dim", dim, 1)
     _check_int("n_genres", n_genres, 1)
-    _check_int("seed", seed, 0)
+    seed = check_seed(seed)
     if ids not in ("int", "str"):
         msg = f"ids must be 'int' or 'str'; got {ids!r}."
         raise InputError(msg)

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError
-from receval.data.io import InputFormat, read_table
+from receval.data.io import InputFormat, check_exists, format_of, read_table
 from receval.data.layout import Role, check_column_names, show_rows
 
 __all__ = ["Columns", "bound_key", "check_interactions", "read_interactions", "time_key"]
@@ -52,6 +54,16 @@ def read_interactions(
     """
     value = columns.time or "__receval_none"
     role = cast(Role, name)  # read_table names the input in its messages only
+    if isinstance(data, str | os.PathLike):
+        check_exists(data, role)
+        if format_of(Path(data), role, input_format) == "trec":
+            given = " (input_format='trec')" if input_format is not None else ""
+            msg = (
+                f"{name} file {str(data)!r} reads as TREC{given}, a qrels or run file: it has no "
+                "timestamp and no interactions table; split and audit_split read Parquet, CSV, "
+                "TSV or RecBole .inter files (name the format: input_format='tsv')."
+            )
+            raise InputError(msg)
     return read_table(
         data, role, user_col=columns.user, item_col=columns.item, value_col=value,
         input_format=input_format,

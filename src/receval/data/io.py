@@ -2,8 +2,9 @@
 
 Sources: Polars DataFrame or LazyFrame, pandas DataFrame, PyArrow Table or RecordBatch, a
 path to a Parquet, CSV, TSV or TREC file (RecBole atomic files ``.inter``, ``.item`` and
-``.user`` are TSV, their header's ``:token`` / ``:float`` type suffixes dropped; ``input_format``
-names the format of a file whose suffix does not tell it), and nested dicts
+``.user`` are TSV whose header types each column, honoured as RecBole defines them: see
+:func:`_recbole_cast`; ``input_format`` names the format of a file whose suffix does not tell
+it), and nested dicts
 ``{user: {item: value}}``. :class:`Inputs` reads each input with its own id column names
 (``columns=``) and renames them to truth's. Nothing here modifies the caller's object.
 """
@@ -24,7 +25,13 @@ from typing import Any, Literal, cast, get_args
 import polars as pl
 
 from receval._errors import InputError, OutputError
-from receval.data.layout import FLOAT_EXACT, Role, assignments, inexact_integers_message
+from receval.data.layout import (
+    FLOAT_EXACT,
+    Role,
+    assignments,
+    inexact_integers_message,
+    show_rows,
+)
 from receval.kernels.pools import check_pools
 
 __all__ = [
@@ -119,7 +126,12 @@ def read_table(
     if isinstance(data, pl.DataFrame):
         return data
     if isinstance(data, pl.LazyFrame):
-        return data.collect()
+        try:
+            return data.collect()
+        except pl.exceptions.PolarsError as exc:  # the caller's query fails: say whose
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = f"{role}: the LazyFrame could not be collected: {first}"
+            raise InputError(msg) from exc
     if isinstance(data, str | os.PathLike):
         return _read_path(Path(data), role, user_col, item_col, value_col, input_format)
     if isinstance(data, Mapping):
@@ -289,6 +301,12 @@ def check_exists(data: Any, role: Role) -> None:
         msg = f"{role} path {str(path)!r} is a folder; expected a file."
         raise InputError(msg)
     if not path.is_file():
+        if path.exists():  # a FIFO, socket or device: reading it could block for ever
+            msg = (
+                f"{role} path {str(path)!r} is not a regular file (a pipe, socket or device); "
+                "expected a file: write the data to a file first."
+            )
+            raise InputError(msg)
         msg = f"{role} file {str(path)!r} does not exist."
         raise InputError(msg)
 
@@ -383,17 +401,59 @@ def _read_path(
     raise InputError(msg)
 
 
-def _recbole_names(path: Path, sep: str) -> dict[str, str]:
+def _recbole_names(path: Path, sep: str) -> dict[str, tuple[str, str]]:
     """The header names of a RecBole atomic file that carry a type (``user_id:token``), each
-    mapped to the name without it (``user_id``)."""
+    mapped to (the name without it, the type): ``("user_id", "token")``."""
     with path.open("rb") as handle:
         header = handle.readline().decode("utf-8", "replace").rstrip("\r\n").split(sep)
     out = {}
     for name in header:
         found = _RECBOLE_TYPE.match(name)
         if found:
-            out[name] = found.group(1)
+            out[name] = (found.group(1), found.group(2))
     return out
+
+
+def _recbole_cast(
+    frame: pl.DataFrame, typed: Mapping[str, tuple[str, str]], role: Role, path: Path
+) -> pl.DataFrame:
+    """The typed columns of a RecBole atomic file (read as text, renamed) as RecBole defines
+    their types: ``token`` a discrete id or value, kept as text (``id_type`` makes integer
+    ids of it); ``float`` a number (Float64); ``token_seq`` tokens separated by spaces (a list
+    of strings); ``float_seq`` numbers separated by spaces (a list of Float64). As in RecBole,
+    an empty sequence field is an empty list and repeated spaces separate nothing; an empty
+    ``float`` field is null. A value that is not a number raises :class:`InputError` naming
+    the column and the first offending rows."""
+    columns = []
+    for header, (name, kind) in typed.items():
+        if kind == "token" or frame.schema[name] != pl.String:
+            continue
+        text = pl.col(name)
+        if kind == "float":
+            expr = text.str.strip_chars().cast(pl.Float64, strict=False)
+            bad = expr.is_null() & text.is_not_null() & (text.str.strip_chars() != "")
+            what = "a number"
+        else:
+            tokens = (
+                text.fill_null("").str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
+            )
+            expr = tokens
+            bad = pl.lit(False)
+            if kind == "float_seq":
+                expr = tokens.list.eval(pl.element().cast(pl.Float64, strict=False))
+                bad = expr.list.eval(pl.element().is_null().any()).list.first().fill_null(False)
+            what = "numbers separated by spaces"
+        checked = frame.select(expr.alias("value"), bad.alias("bad"))
+        count = int(checked["bad"].sum())
+        if count:
+            msg = (
+                f"{role} file {str(path)!r}: column {name!r} is declared {header!r} in its "
+                f"RecBole header: every value must be {what}; {count} row(s) are not. First "
+                f"offending rows:\n{show_rows(frame, checked['bad'], [name])}"
+            )
+            raise InputError(msg)
+        columns.append(checked["value"].alias(name))
+    return frame.with_columns(columns) if columns else frame
 
 
 def _read_delimited(
@@ -406,19 +466,23 @@ def _read_delimited(
     score or rank) becomes Float64 when every value is a number; otherwise it stays text and
     the checks say it must be numeric. items: the id columns as text, every other column's
     type inferred from all rows (an item table has one row per item). ``recbole``: a RecBole
-    atomic file, whose header names lose their type suffix (``item_id:token`` is ``item_id``).
+    atomic file, whose header names lose their type suffix (``item_id:token`` is ``item_id``)
+    and whose typed columns get their type (:func:`_recbole_cast`); an untyped column is read
+    as in any CSV/TSV file.
     """
-    renamed = _recbole_names(path, sep) if recbole else {}
+    typed = _recbole_names(path, sep) if recbole else {}
+    renamed = {old: new for old, (new, _) in typed.items()}
     if role == "items":
         original = {new: old for old, new in renamed.items()}
-        # names absent from the header are ignored
-        texts = {original.get(c, c): pl.String for c in ids}
+        # names absent from the header are ignored; typed columns are cast from their text
+        texts = {original.get(c, c): pl.String for c in ids} | dict.fromkeys(typed, pl.String)
         frame = pl.read_csv(path, separator=sep, schema_overrides=texts, infer_schema_length=None)
-        return frame.rename(renamed) if renamed else frame
+        return _recbole_cast(frame.rename(renamed), typed, role, path) if typed else frame
     frame = pl.read_csv(path, separator=sep, infer_schema=False)
-    if renamed:
-        frame = frame.rename(renamed)
-    if value_col in frame.columns and value_col not in ids:
+    if typed:
+        frame = _recbole_cast(frame.rename(renamed), typed, role, path)
+    untyped = value_col not in renamed.values()  # a typed value column has its type
+    if value_col in frame.columns and value_col not in ids and untyped:
         values = frame[value_col].cast(pl.Float64, strict=False)
         if values.null_count() == frame[value_col].null_count():
             frame = frame.with_columns(values)

@@ -294,7 +294,10 @@ def cast_ids(frame: pl.DataFrame, role: Role, kinds: Mapping[str, IdType]) -> pl
         if kind == "str" and schema[col] != pl.String:
             columns.append(frame[col].cast(pl.String))
         elif kind == "int" and schema[col] != pl.Int64:
-            values = frame[col].cast(pl.Int64, strict=False)
+            source = frame[col]
+            if source.dtype in (pl.Categorical, pl.Enum):
+                source = source.cast(pl.String)  # by their text (Polars refuses the cast)
+            values = source.cast(pl.Int64, strict=False)
             bad = values.is_null() & frame[col].is_not_null()
             count = int(bad.sum())
             if count:

@@ -71,9 +71,14 @@ class Segmentation:
 
 
 def _activity_label(counts: pl.Expr) -> pl.Expr:
-    """The activity bin of integer counts (right-closed bins: 0, 1-4, 5-19, ...)."""
-    breaks = [b - 1.0 for b in ACTIVITY_BINS]  # 0, 4, 19, 99
-    return counts.cut(breaks, labels=list(activity_labels())).cast(pl.String)
+    """The activity bin of integer counts (bins 0, 1-4, 5-19, ...): a when/then chain from
+    the highest lower bound down (Polars' ``Expr.cut`` is deprecated, and its bins are of
+    floats; these compare integers exactly)."""
+    labels = activity_labels()
+    label = pl.lit(labels[0])
+    for low, name in zip(ACTIVITY_BINS, labels[1:], strict=True):
+        label = pl.when(counts >= low).then(pl.lit(name)).otherwise(label)
+    return label.cast(pl.String)
 
 
 def activity_labels() -> tuple[str, ...]:

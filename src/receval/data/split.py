@@ -15,13 +15,15 @@ held-out part in exactly one fold). Every split runs in this order:
 5. test (and validation) rows whose user or item has no train row are dropped where
    ``drop_cold`` asks, and counted.
 
-Each step's removals are rows of the audit's table; the audit (:mod:`receval.data.audit`)
-runs on the result and warns on leakage. Polars reads, filters and hashes; the users and items
-get dense codes and the rows are grouped by user once, in linear time (a counting sort,
-:mod:`receval.kernels.grouping`), the per-row keys permuted into that order; the repeated
-pairs (a hash table per user), each user's order and holdout, and the audit's checks run in
-Numba kernels over each user's contiguous rows (:mod:`receval.kernels.split`); the k-core and
-``drop_cold`` count over the codes. No step sorts all rows or joins on ids.
+Each step's removals are rows of the audit's table, present whatever the options (0 where a
+step did not run), so that every split's audit has the same rows; the audit
+(:mod:`receval.data.audit`) runs on the result and warns on leakage. Polars reads, filters
+and hashes; the users and items get dense codes and the rows are grouped by user once, in
+linear time (a counting sort, :mod:`receval.kernels.grouping`), the per-row keys permuted
+into that order; the repeated pairs (a hash table per user), each user's order and holdout,
+and the audit's checks run in Numba kernels over each user's contiguous rows
+(:mod:`receval.kernels.split`); the k-core and ``drop_cold`` count over the codes. No step
+sorts all rows or joins on ids.
 docs/protocol.md explains the choices.
 
 Randomness and ties: a row's random key is a seeded hash of its (user, item, timestamp), so a
@@ -40,13 +42,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, check_choice, check_integer
-from receval.data.audit import CodedRows, SplitAudit, audit_coded, emit, relevant_rows
+from receval._errors import InputError, check_choice, check_integer, check_seed
+from receval.data.audit import (
+    CodedRows,
+    SplitAudit,
+    audit_coded,
+    check_relevance_col,
+    check_threshold,
+    emit,
+    relevant_rows,
+)
 from receval.data.interactions import (
     Columns,
     bound_key,
@@ -55,7 +65,7 @@ from receval.data.interactions import (
     time_key,
 )
 from receval.data.io import InputFormat, check_input_format, write_frame, write_text
-from receval.data.layout import show_rows
+from receval.data.layout import IdTypeArg, Role, cast_ids, check_id_type, show_rows
 from receval.kernels.grouping import gather
 from receval.kernels.split import DROPPED, TEST, TRAIN, VALIDATION, compact, dedupe, holdout
 
@@ -91,6 +101,12 @@ _OPTIONS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 """The options each method takes, beyond those every method takes."""
 _NONE = (0, 0, 1)  # a holdout of no row (n, p, q)
+_SIZES = ("n", "fraction", "k", "validation_n", "validation_fraction")
+_INTEGERS = (int, np.integer)
+_MOST_ROWS = 2**53
+"""A holdout of more rows than this is one of this many: no table has so many, and the
+kernels' int64 arithmetic (a user's rows less the test and validation sizes) cannot
+overflow."""
 _SEED_MIX = (0x5EED_0001, 0x5EED_0002, 0x5EED_0003, 0x5EED_0004, 0x5EED_0005)
 
 
@@ -232,6 +248,7 @@ def split(
     relevance_col: str | None = None,
     relevance_threshold: float = 1,
     input_format: InputFormat | None = None,
+    id_type: IdTypeArg = "auto",
 ) -> Split:
     """Split an interaction table into train and test (and validation), seeded and
     deterministic, and audit the result for leakage.
@@ -270,8 +287,9 @@ def split(
         Column names; ``time_col`` may be absent for the random methods (the audit then
         skips its time checks).
     seed:
-        The seed (>= 0) of the random keys: the same seed, the same split, whatever the input's
-        row order.
+        The seed of the random keys, an integer from 0 to 2^64 - 1 (a bool, a float or a
+        larger number is an :class:`InputError`): the same seed, the same split, whatever the
+        input's row order.
     ties:
         Timestamps tied at a user's (or the global) cut: ``"random"`` (default) orders them by
         the seeded key, so the cut may separate them (the audit counts them); ``"together"``
@@ -298,6 +316,12 @@ def split(
         For the audit's count of test users without a relevant row.
     input_format:
         The format of a file whose suffix does not tell it.
+    id_type:
+        The type of the user and item ids, as :func:`receval.evaluate`'s: ``"auto"`` keeps
+        a typed source's and reads CSV, TSV and RecBole files' ids as text (``"007"`` stays
+        ``"007"``); ``"str"`` makes every id text; ``"int"`` makes every id a 64-bit integer
+        (``"007"`` becomes 7; a value that is not an integer raises); or a kind by id,
+        ``{"item": "int"}`` (``"item=int"``). The parts hold the ids so typed.
 
     Returns
     -------
@@ -343,23 +367,33 @@ def split(
         "validation_n": validation_n, "validation_fraction": validation_fraction,
         "validation_cutoff": validation_cutoff, "ties": ties, "short_users": short_users,
     }  # fmt: skip
+    # NumPy numbers as the Python numbers they hold: the checks, the settings and split.json
+    # then read np.int64(1) as 1 (a bound keeps its type: it is compared with the time column)
+    given = {
+        k_: v.item() if isinstance(v, np.integer | np.floating) and k_ in _SIZES else v
+        for k_, v in given.items()
+    }
     plan = _plan(method, given)
-    check_integer("seed", seed, 0)
+    seed = check_seed(seed)
     check_choice("duplicates", duplicates, get_args(Duplicates))
     check_choice("drop_cold", drop_cold, get_args(DropCold))
     mins = (
-        check_integer("min_user_interactions", min_user_interactions, 1),
-        check_integer("min_item_interactions", min_item_interactions, 1),
+        check_integer("min_user_interactions", min_user_interactions, 1, kinds=_INTEGERS),
+        check_integer("min_item_interactions", min_item_interactions, 1, kinds=_INTEGERS),
     )
     fmt = check_input_format(input_format)["train"]
+    kinds = check_id_type(id_type)
+    threshold = check_threshold(relevance_threshold)
     columns = Columns(user_col, item_col, time_col)
     frame = read_interactions(interactions, "interactions", columns, fmt)
     columns = check_interactions(frame, "interactions", columns, need_time=plan.by_time)
+    check_relevance_col(frame, "interactions", columns, relevance_col)
+    ids = {user_col: kinds["user"], item_col: kinds["item"]}
+    frame = cast_ids(frame, cast(Role, "interactions"), ids)  # the role: named in messages
     work = _Work.of(frame, columns, seed, by_row=method in ("temporal_global", "random"))
     extra: list[tuple[str, int | None, int, str]] = []
     notes = [plan.describe()]
-    if end is not None:
-        _remove_after_end(work, end, extra)
+    _remove_after_end(work, end, extra)
     _dedupe(work, duplicates, extra, notes)
     _kcore(work, mins, extra, notes)
     settings: dict[str, object] = {
@@ -368,8 +402,9 @@ def split(
         "seed": seed, "duplicates": duplicates, "min_user_interactions": mins[0],
         "min_item_interactions": mins[1], "drop_cold": drop_cold,
         "validation": plan.validation is not None, "time_col": columns.time,
+        **({"id_type": id_type} if id_type != "auto" else {}),
     }  # fmt: skip
-    relevance = (relevance_col, relevance_threshold)
+    relevance = (relevance_col, threshold)
     if method == "kfold_user":
         result = _kfold(work, plan, drop_cold, relevance, extra, notes, settings)
     else:
@@ -495,11 +530,11 @@ def _size(given: dict[str, Any], n_name: str, f_name: str) -> tuple[int, int, in
         msg = f"give {n_name} or {f_name}, not both; got {n_name}={n!r}, {f_name}={f!r}."
         raise InputError(msg)
     if n is not None:
-        return (check_integer(n_name, n, 1), 0, 1)
+        return (min(check_integer(n_name, n, 1), _MOST_ROWS), 0, 1)
     if f is None:
         return _NONE
-    number = isinstance(f, int | float | np.integer | np.floating) and not isinstance(f, bool)
-    if not number or not 0 < float(f) < 1:
+    number = isinstance(f, int | float) and not isinstance(f, bool)
+    if not number or not 0 < f < 1:  # not float(f): an int beyond a float's range
         msg = f"{f_name} must be a number in (0, 1), exclusive; got {f!r}."
         raise InputError(msg)
     ratio = Fraction(float(f)).limit_denominator(10**6)
@@ -611,6 +646,9 @@ def _id_hash(ids: pl.Expr, dtype: pl.DataType, seed: int, i: int) -> pl.Expr:
 def _remove_after_end(
     work: _Work, end: object, extra: list[tuple[str, int | None, int, str]]
 ) -> None:
+    if end is None:
+        extra.append(("rows_at_or_after_end_removed", 0, work.frame.height, "input rows"))
+        return
     time = work.columns.time
     assert time is not None  # temporal_global needs a time column
     key = bound_key(end, work.frame.schema[time], "end", time)
@@ -633,6 +671,7 @@ def _dedupe(
 ) -> None:
     if policy == "keep":
         notes.append("duplicates: every row of a repeated (user, item) pair kept")
+        extra.append(("duplicate_rows_removed", 0, work.frame.height, "input rows"))
         return
     _, offsets, rows = work.groups
     by_time = work.columns.time is not None
@@ -657,6 +696,7 @@ def _dedupe(
                 f"First repeated rows:\n{show_rows(work.frame, mask, work.columns.ids)}"
             )
             raise InputError(msg)
+        extra.append(("duplicate_rows_removed", 0, work.frame.height, "input rows"))
         return
     which = "first" if policy == "first" else "last"
     order = "by time, then the seeded key" if by_time else "by the seeded key"
@@ -671,15 +711,13 @@ def _kcore(
     notes: list[str],
 ) -> None:
     min_user, min_item = mins
-    if min_user <= 1 and min_item <= 1:
-        return
     users = work.user_of_row()
     items = work.coded.items
     n_users = work.coded.offsets.shape[0] - 1
     n_items = work.coded.n_items
     before = work.keep.copy()
     rounds = 0
-    while True:
+    while min_user > 1 or min_item > 1:
         bad = np.zeros_like(work.keep)
         if min_user > 1:
             counts = np.bincount(users[work.keep], minlength=n_users)
@@ -707,6 +745,8 @@ def _kcore(
         ("kcore_items_removed", items_before - present(items, work.keep, n_items),
          items_before, "items before the k-core"),
     ]  # fmt: skip
+    if min_user <= 1 and min_item <= 1:
+        return  # no k-core: the rows above count 0
     notes.append(
         f"k-core before the split: users >= {min_user} and items >= {min_item} rows, "
         f"{rounds} round(s) of removal"
@@ -720,8 +760,9 @@ def _kcore(
 
 
 def _count(size: tuple[int, int, int], m: int) -> int:
+    """The rows of ``m`` that a holdout ``(n, p, q)`` takes (at most ``m``)."""
     n, p, q = size
-    return n if n else (p * m) // q
+    return min(n, m) if n else (p * m) // q
 
 
 def _last(
@@ -754,6 +795,8 @@ def _split_part(
 ) -> np.ndarray:
     """The part of every row (kernels.split codes) for every method but k-fold."""
     if plan.method in ("temporal_global", "random"):
+        # no per-user holdout, so no short user: the rows are there, at 0
+        _short_rows(extra, 0, plan.short, int((work.kept_per_user() > 0).sum()))
         return _global_part(work, plan)
     part, short = work.holdout(plan, plan.validation or _NONE)
     _short_users(work, plan, short, extra)
@@ -774,9 +817,18 @@ def _short_users(
             "them in train, 'drop' removes them, min_user_interactions= filters them first."
         )
         raise InputError(msg)
-    outcome = "dropped" if plan.short == "drop" else "kept in train"
-    extra.append((f"short_users_{outcome.replace(' ', '_')}", n_short, int(kept_users.sum()),
-                  "users"))  # fmt: skip
+    _short_rows(extra, n_short, plan.short, int(kept_users.sum()))
+
+
+def _short_rows(
+    extra: list[tuple[str, int | None, int, str]], n_short: int, policy: str | None, size: int
+) -> None:
+    """The audit's two rows of short users: those of the policy not taken count 0."""
+    dropped = policy == "drop"
+    extra += [
+        ("short_users_kept_in_train", 0 if dropped else n_short, size, "users"),
+        ("short_users_dropped", n_short if dropped else 0, size, "users"),
+    ]
 
 
 def _global_part(work: _Work, plan: _Plan) -> np.ndarray:
@@ -857,8 +909,6 @@ def _drop_cold(
 ) -> np.ndarray:
     """``part`` with the test and validation rows whose user or item (``policy``) has no
     train row dropped; the counts appended to ``extra``."""
-    if policy == "none":
-        return part
     coded = work.coded
     train = part == TRAIN
     cold = np.zeros(part.shape[0], dtype=np.bool_)
@@ -869,9 +919,7 @@ def _drop_cold(
         cold |= (np.bincount(coded.items[train], minlength=coded.n_items) == 0)[coded.items]
     out = part.copy()
     for code, name in ((TEST, "test"), (VALIDATION, "validation")):
-        in_part = part == code
-        if code == VALIDATION and not in_part.any():
-            continue
+        in_part = part == code  # "none", or no validation part: the rows count 0
         mask = in_part & cold
         extra.append(
             (f"cold_{name}_rows_dropped", int(mask.sum()), int(in_part.sum()), f"{name} rows")

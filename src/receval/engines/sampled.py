@@ -42,6 +42,9 @@ from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
 from receval.metrics.sampling import Sampling
 
+_BYTES_PER_NEGATIVE = 8 * 4
+"""A block's memory per drawn negative: its column, score and the kernels' work arrays."""
+
 __all__ = ["evaluate_sampled"]
 
 
@@ -228,6 +231,15 @@ def _from_model(
     elif ties == "trec":
         key_order = np.ascontiguousarray(-catalog_tie_key(catalog, "trec"), dtype=np.int64)
     m = sampling.negatives
+    if sampling.replace and m * _BYTES_PER_NEGATIVE > block_bytes:
+        # a block holds at least one test item's draws: with replacement m has no bound but
+        # this one (without, _check_room bounds it by the catalog)
+        msg = (
+            f"Sampling.negatives={m:,} with replacement needs {m * _BYTES_PER_NEGATIVE:,} bytes "
+            f"for each test item, more than block_memory ({block_bytes:,} bytes); lower "
+            "negatives or raise block_memory."
+        )
+        raise InputError(msg)
     above = np.zeros(q_rows.size, dtype=np.int64)
     tied = np.zeros(q_rows.size, dtype=np.int64)
     before = np.zeros(q_rows.size, dtype=np.int64)
@@ -244,7 +256,8 @@ def _from_model(
         per_user_bytes = n_cols * 8
     # blocks of users: the negatives (queries x m) and, for a ScoreModel, the scores
     q_per_user = np.bincount(q_user, minlength=n_users)
-    cost = q_per_user * (m * 8 * 4) + (per_user_bytes if isinstance(model, ScoreModel) else 0)
+    score_bytes = per_user_bytes if isinstance(model, ScoreModel) else 0
+    cost = q_per_user * (m * _BYTES_PER_NEGATIVE) + score_bytes
     q_users = np.flatnonzero(q_per_user)
     start = 0
     cum = np.cumsum(cost[q_users])
@@ -260,7 +273,7 @@ def _from_model(
         qu = q_user[lo_q:hi_q]
         negs, failed = SK.draw_negatives(
             rows.astype(np.int64), qu, allowed[qu], off, cols, complement, m, sampling.replace,
-            sampling.seed, cdf,
+            np.uint64(sampling.seed), cdf,
         )  # fmt: skip
         if failed.any():
             shown = keys.gather(qu[failed][:5]).to_list()

@@ -113,7 +113,7 @@ def evaluate_segments(
             seg_recs = recs
             if table_recs:
                 r_ids, u_ids = same_id_type(recs[user_col], users)
-                seg_recs = recs.filter(r_ids.is_in(u_ids))
+                seg_recs = recs.filter(r_ids.is_in(u_ids.implode()))  # is_in(Series): deprecated
             res: Result | None
             try:
                 res = run(part, seg_recs, metrics)

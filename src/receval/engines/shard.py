@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, UndefinedMetricWarning
+from receval._errors import InputError, UndefinedMetricWarning, check_seed
 from receval.data.io import Inputs
 from receval.families import beyond as B
 from receval.families.contract import (
@@ -519,7 +519,7 @@ def evaluate_sharded(
         t_users, r_users = t_users.cast(pl.Int64), r_users.cast(pl.Int64)
     if t_users.dtype != r_users.dtype:  # the shards raise the local engine's error
         return _local_error(t, r, spec)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     users = pl.concat([t_users, r_users]).unique().sort()
     shard_of = pl.DataFrame({user_col: users, "__shard": rng.integers(0, n_shards, users.len())})
     t_keyed = t.with_columns(pl.col(user_col).cast(users.dtype)).join(

@@ -13,7 +13,6 @@ every engine makes; it imports nothing above the data and metrics layers.
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +21,8 @@ from typing import Any, Literal, cast, get_args
 import numpy as np
 import polars as pl
 
-from receval._errors import InputError, check_choice
+from receval._errors import check_choice
+from receval.data.audit import check_threshold  # the one rule, also the split audit's
 from receval.data.io import ROLES, Inputs
 from receval.data.layout import (
     INTERNAL,
@@ -91,19 +91,6 @@ def check_policies(ties: object, no_recs: object) -> None:
     """:class:`InputError` unless ``ties`` and ``no_recs`` name one of their policies."""
     check_choice("ties", ties, TIES)
     check_choice("no_recs", no_recs, NO_RECS)
-
-
-def check_threshold(value: object) -> float:
-    """``relevance_threshold`` as a float, or :class:`InputError` unless a finite number > 0."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        msg = f"relevance_threshold must be a finite number > 0; got {value!r}."
-        raise InputError(msg)
-    return float(value)
 
 
 def warn_unused_relevance(columns: list[str], ids: list[str], stacklevel: int = 2) -> None:

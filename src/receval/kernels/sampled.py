@@ -183,7 +183,7 @@ def draw_negatives(
     complement: bool,
     m: int,
     replace: bool,
-    seed: int,
+    seed: int | np.uint64,  # receval.Sampling's, 0 to 2^64 - 1: passed as uint64
     cdf: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The negatives of each query (a ``queries x m`` array of columns) and a flag per query

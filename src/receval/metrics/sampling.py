@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from receval._errors import InputError
+from receval._errors import InputError, check_seed
 from receval.metrics.registry import DEFAULT_GAMMA, SampleTag
 
 __all__ = ["Correction", "Distribution", "Sampling"]
@@ -35,8 +35,9 @@ class Sampling:
         excluded (``exclude=``) nor in the user's truth. A user with fewer such items than m
         (without replacement; none at all with replacement) is an error naming them.
     seed:
-        Seeds the draws (an integer >= 0): the same seed draws the same negatives for the same
-        truth and model, whatever ``block_memory`` or the number of threads.
+        Seeds the draws (an integer from 0 to 2^64 - 1, as every receval seed): the same
+        seed draws the same negatives for the same truth and model, whatever
+        ``block_memory`` or the number of threads.
     replace:
         Draw with replacement (default: without, so that the m negatives are distinct).
     distribution:
@@ -81,10 +82,8 @@ class Sampling:
                 raise InputError(msg)
 
         integer("negatives", self.negatives, 1)
-        integer("seed", self.seed, 0)
-        if self.seed >= 2**63:
-            msg = f"Sampling.seed must be below 2^63; got {self.seed!r}."
-            raise InputError(msg)
+        # a NumPy seed stored as an int (to_dict, JSON)
+        object.__setattr__(self, "seed", check_seed(self.seed, "Sampling.seed"))
         if not isinstance(self.replace, bool):
             msg = f"Sampling.replace must be True or False; got {self.replace!r}."
             raise InputError(msg)
