@@ -363,6 +363,23 @@ def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
     assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
 
 
+def test_demo_recommends_no_item_of_the_users_train(tmp_path: Path) -> None:
+    # the flagship example must not show the mistake receval warns about: its model leaves
+    # out (exclude=) what each user already has in train, and train shares no pair with truth
+    code, out, err = cli("demo", "--users", "300", "--recs", "20", "--format", "json",
+                         "-m", "mrr", "--save", tmp_path)  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["counts"]["recs_in_train"] == 0
+    train = pl.read_parquet(tmp_path / "train.parquet")
+    for name in ("recs", "truth"):
+        frame = pl.read_parquet(tmp_path / f"{name}.parquet")
+        assert frame.join(train, on=["user", "item"]).height == 0, name
+    assert train.height > 0
+    code, out, _ = cli("demo", "--users", "300", "--recs", "20")
+    assert code == 0
+    assert "0 recs rows in train" in out
+
+
 def test_demo_rejects_no_users() -> None:
     code, _, err = cli("demo", "--users", "0")
     assert code == 2
