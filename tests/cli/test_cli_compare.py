@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -180,3 +182,22 @@ def test_compare_bad_baseline_and_output(files: dict[str, Path], tmp_path: Path)
         app, ["compare", *_base(files), "--resamples", "50", "-o", str(tmp_path / "x.doc")]
     )
     assert out.exit_code == 2 and "expected a .md, .tex, .json, .html" in out.output
+
+
+def test_compare_prints_a_truth_warning_once(tmp_path: Path, files: dict[str, Path]) -> None:
+    # truth's unused 'rating' column is one fact about truth: said once, not once per run. In
+    # a real process (pytest's own warning filters hide the repeat in process)
+    truth = tmp_path / "rated.parquet"
+    pl.read_parquet(files["truth"]).rename({"relevance": "rating"}).write_parquet(truth)
+    args = ["compare", "--truth", str(truth), "--run", f"pop={files['a']}", "--run",
+            f"knn={files['b']}", "--run", f"third={files['a']}", "-m", "mrr", "--resamples",
+            "50", "--no-progress"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from receval.cli import main; "
+         "sys.argv = ['receval', *sys.argv[1:]]; main()", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1, done.stderr
+    assert "'rating' look like relevance grades" in warned[0]

@@ -9,11 +9,13 @@ evaluated end to end); ``compare``, ``report`` and ``plot`` (:mod:`receval.cli.c
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +26,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
 from receval._errors import InputError, RecevalError, check_choice, check_integer
 from receval.cli.common import (
@@ -59,6 +62,7 @@ from receval.cli.common import (
     out,
     segment_specs,
     show_warning,
+    shown_warnings,
 )
 from receval.cli.common import fail as _fail
 from receval.cli.compare import register_compare_commands
@@ -87,12 +91,71 @@ DEMO_BEYOND = [
 ]  # fmt: skip
 DEMO_CASCADE = ["err(max_grade=5)@10"]  # a cascade metric on the demo's grades 1..5
 
+
+def _click_module() -> Any:
+    """The click that typer runs on: its own copy in recent typer (``typer._click``), click
+    itself before; its exceptions are the ones a command line raises."""
+    try:
+        return importlib.import_module("typer._click")
+    except ImportError:
+        return importlib.import_module("click")
+
+
+_CLICK = _click_module()
+_NO_ARGS = getattr(_CLICK.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+_ABORT = (typer.Abort, getattr(_CLICK.exceptions, "Abort", typer.Abort))  # click's, typer's
+
+
+class _Commands(TyperGroup):
+    """The ``receval`` group: a usage error (an unknown option, a missing or malformed value)
+    is one line on stderr with exit code 2, as every other error, not click's lines of
+    usage and hint (or Rich's box of them)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        call = (args, prog_name, complete_var)
+        if not standalone_mode:
+            return super().main(*call, False, windows_expand_args, **extra)
+        try:
+            code = super().main(*call, False, windows_expand_args, **extra)
+        except _NO_ARGS as exc:  # no arguments: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except _CLICK.exceptions.ClickException as exc:
+            sys.exit(_usage_error(exc))
+        except _ABORT:
+            err.print("error: aborted.", markup=False, highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Any) -> int:
+    """Print a click error as one line, with where to look next; return its exit code."""
+    message = " ".join(str(exc.format_message()).split())
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{'receval' if ctx is None else ctx.command_path} --help')"
+    err.print(f"error: {message}{hint}", markup=False, highlight=False)
+    return int(exc.exit_code)
+
+
 app = typer.Typer(
     name="receval",
     help="Fast, exact offline evaluation of recommender systems and rankers.",
+    cls=_Commands,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help (click's): the option help takes the terminal's width and reads at 80
+    # columns; Rich's boxes left it about 20 characters there
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 10_000},
 )
 _out = out  # the console the commands print to
 
@@ -238,7 +301,7 @@ def evaluate_cmd(
         ExcludedTruth | None,
         typer.Option(
             help="Truth rows that --exclude removes: drop (with a warning) or raise "
-            "\\[default: drop]."
+            "[default: drop]."
         ),
     ] = None,
     progress: ModelProgressOpt = None,
@@ -272,7 +335,7 @@ def evaluate_cmd(
         ),
     ] = None,
     fmt: Annotated[
-        Format | None, typer.Option("--format", help="Output format \\[default: table].")
+        Format | None, typer.Option("--format", help="Output format [default: table].")
     ] = None,
     per_user: Annotated[
         Path | None,
@@ -308,21 +371,21 @@ def evaluate_cmd(
             help="--engine stream with Parquet files: auto reads files whose footer says they "
             "are sorted by user in order, without the partition pass (checked as read; "
             "unsorted rows fall back to it); true always reads in order and fails on a row out "
-            "of order; false always partitions \\[default: auto]."
+            "of order; false always partitions [default: auto]."
         ),
     ] = None,
     spark_master: Annotated[
         str | None,
         typer.Option(
             help="Spark master for --engine spark, e.g. local[4] or spark://host:7077; "
-            "sc://host:15002 connects through Spark Connect \\[default: local[*]]."
+            "sc://host:15002 connects through Spark Connect [default: local[*]]."
         ),
     ] = None,
     partitions: Annotated[
         int | None,
         typer.Option(
             min=1,
-            help="User shards for --engine spark \\[default: the session's "
+            help="User shards for --engine spark [default: the session's "
             "spark.sql.shuffle.partitions].",
         ),
     ] = None,
@@ -502,7 +565,7 @@ def topk_cmd(
         Path | None,
         typer.Option(
             help="Only these users, in this order: .npy, .txt (one per line), Parquet, CSV or "
-            "TSV \\[default: every user of the factors]."
+            "TSV [default: every user of the factors]."
         ),
     ] = None,
     exclude: ExcludeOpt = None,
@@ -736,6 +799,7 @@ def _setup(
     _DEBUG[0] = debug
     if not debug:
         warnings.showwarning = show_warning
+        shown_warnings.clear()  # each command says each warning once (tests run several)
 
 
 _DEBUG = [False]

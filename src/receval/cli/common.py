@@ -51,6 +51,7 @@ __all__ = [
     "out",
     "segment_specs",
     "show_warning",
+    "shown_warnings",
 ]
 
 out = Console(soft_wrap=True)
@@ -97,8 +98,18 @@ def show_warning(
     line: str | None = None,
 ) -> None:
     """``warnings.showwarning`` for the command line: one line ``warning: ...`` on stderr,
-    without the Python file, line number and source line of the default format."""
-    err.print(f"[yellow]warning:[/] {escape(str(message))}", markup=True, highlight=False)
+    without the Python file, line number and source line of the default format, and each text
+    once per command. Python's own once-per-location rule does not hold here: a warning about
+    an input shared by several evaluations (compare's truth, read for each run) comes from
+    several places, and any ``catch_warnings`` block in between resets Python's registry."""
+    text = str(message)
+    if text in shown_warnings:
+        return
+    shown_warnings.add(text)
+    err.print(f"[yellow]warning:[/] {escape(text)}", markup=True, highlight=False)
+
+
+shown_warnings: set[str] = set()  # the texts printed by this command (one per process)
 
 
 def features(text: str | None) -> str | list[str] | None:
@@ -110,30 +121,30 @@ def features(text: str | None) -> str | list[str] | None:
 
 
 # evaluate's options; None (not given) leaves evaluate's own default (or a config file's value)
-UserColOpt = Annotated[str | None, typer.Option(help="User id column \\[default: user].")]
-ItemColOpt = Annotated[str | None, typer.Option(help="Item id column \\[default: item].")]
+UserColOpt = Annotated[str | None, typer.Option(help="User id column [default: user].")]
+ItemColOpt = Annotated[str | None, typer.Option(help="Item id column [default: item].")]
 ScoreColOpt = Annotated[
-    str | None, typer.Option(help="Score column of recs, higher is better \\[default: score].")
+    str | None, typer.Option(help="Score column of recs, higher is better [default: score].")
 ]
 RankColOpt = Annotated[
     str | None, typer.Option(help="Rank column of recs (1 is best), instead of a score.")
 ]
 RelevanceColOpt = Annotated[
     str | None,
-    typer.Option(help="Relevance column of truth \\[default: relevance, or 1 when absent]."),
+    typer.Option(help="Relevance column of truth [default: relevance, or 1 when absent]."),
 ]
-TiesOpt = Annotated[Ties | None, typer.Option(help="Tie policy \\[default: expected].")]
+TiesOpt = Annotated[Ties | None, typer.Option(help="Tie policy [default: expected].")]
 ThresholdOpt = Annotated[
     float | None,
     typer.Option(
         "--relevance-threshold",
         "--threshold",
-        help="Relevance threshold: relevant when relevance >= this \\[default: 1].",
+        help="Relevance threshold: relevant when relevance >= this [default: 1].",
     ),
 ]
 NoRecsOpt = Annotated[
     NoRecs | None,
-    typer.Option(help="Evaluated users without recs: zero, skip or raise \\[default: zero]."),
+    typer.Option(help="Evaluated users without recs: zero, skip or raise [default: zero]."),
 ]
 TrainOpt = Annotated[
     Path | None,
@@ -156,19 +167,19 @@ IdTypeOpt = Annotated[
         metavar="[auto|str|int|user=KIND,item=KIND]",
         help="Type of user and item ids: auto (CSV, TSV and TREC ids are text, Parquet keeps "
         "its types), str (all text), int (all integers: 007 = 7), or a kind by id, e.g. "
-        "item=int \\[default: auto].",
+        "item=int [default: auto].",
     ),
 ]
 RatingRangeOpt = Annotated[
     tuple[float, float] | None,
-    typer.Option(help="Rating scale R_MIN R_MAX for nmae \\[default: read from truth]."),
+    typer.Option(help="Rating scale R_MIN R_MAX for nmae [default: read from truth]."),
 ]
 InputFormatOpt = Annotated[
     str | None,
     typer.Option(
         metavar="[parquet|csv|tsv|trec|INPUT=FORMAT,...]",
         help="Format of the input files, overriding their suffix: one for every file, or by "
-        "input, e.g. truth=tsv,train=tsv \\[default: by suffix; RecBole's .inter is TSV].",
+        "input, e.g. truth=tsv,train=tsv [default: by suffix; RecBole's .inter is TSV].",
     ),
 ]
 ColumnsOpt = Annotated[
@@ -176,7 +187,7 @@ ColumnsOpt = Annotated[
     typer.Option(
         metavar="INPUT.ID=NAME",
         help="One input's own id column, repeatable: INPUT is truth, recs, train or items, ID "
-        "user or item, e.g. --columns recs.user=uid \\[default: --user-col / --item-col].",
+        "user or item, e.g. --columns recs.user=uid [default: --user-col / --item-col].",
     ),
 ]
 
@@ -262,25 +273,25 @@ UserIdsOpt = Annotated[
     Path | None,
     typer.Option(
         help="The user ids of the rows of --user-factors, in row order: .npy, .txt (one per "
-        "line), Parquet, CSV or TSV \\[default: the factor file's ids, else 0..n-1]."
+        "line), Parquet, CSV or TSV [default: the factor file's ids, else 0..n-1]."
     ),
 ]
 ItemIdsOpt = Annotated[
     Path | None,
     typer.Option(
-        help="The item ids of the rows of --item-factors (as --user-ids) \\[default: the factor "
+        help="The item ids of the rows of --item-factors (as --user-ids) [default: the factor "
         "file's ids, else 0..n-1]."
     ),
 ]
 SimilarityOpt = Annotated[
     Similarity | None,
-    typer.Option(help="Score of a user and an item: dot or cosine \\[default: dot]."),
+    typer.Option(help="Score of a user and an item: dot or cosine [default: dot]."),
 ]
 DeviceOpt = Annotated[
     str | None,
     typer.Option(
         help="torch device to score the factors on (cuda, cuda:1, cpu); needs torch "
-        '(pip install "receval[torch]") \\[default: NumPy and Numba on the CPU].'
+        '(pip install "receval[torch]") [default: NumPy and Numba on the CPU].'
     ),
 ]
 ExcludeOpt = Annotated[
@@ -294,7 +305,7 @@ CandidatesOpt = Annotated[
     Path | None,
     typer.Option(
         help="The items that may be recommended: item ids (one column, .txt or .npy: for every "
-        "user) or (user, item) rows (per user) \\[default: every catalog item]."
+        "user) or (user, item) rows (per user) [default: every catalog item]."
     ),
 ]
 BlockMemoryOpt = Annotated[
@@ -302,13 +313,13 @@ BlockMemoryOpt = Annotated[
     typer.Option(
         help="Memory of a model's scan (its blocks of scores and per-user arrays) or of one "
         "block of rows (--engine stream), "
-        "e.g. 1GiB, or bytes \\[default: 256MiB]."
+        "e.g. 1GiB, or bytes [default: 256MiB]."
     ),
 ]
 ModelProgressOpt = Annotated[
     bool | None,
     typer.Option(
-        help="Progress bar on stderr while scoring a factor model \\[default: when stderr is a "
+        help="Progress bar on stderr while scoring a factor model [default: when stderr is a "
         "terminal]."
     ),
 ]

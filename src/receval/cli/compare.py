@@ -113,7 +113,7 @@ run_opt = typer.Option(
     "--run", "-r", help="A model's recommendations as NAME=PATH; repeat for each model."
 )
 metric_opt = typer.Option(
-    "--metric", "-m", help="Metric string, repeatable \\[default: ndcg@10, recall@20]."
+    "--metric", "-m", help="Metric string, repeatable [default: ndcg@10, recall@20]."
 )
 recs_opt = typer.Option(help="One model's recommendations (named by the file stem).")
 out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg or .pdf.")
@@ -122,23 +122,23 @@ out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg o
 # the statistics options of compare and report; None (not given) leaves the config file's
 # value or the default (_DEFAULTS)
 BaselineOpt = Annotated[
-    str | None, typer.Option(help="Run tested against \\[default: the first --run].")
+    str | None, typer.Option(help="Run tested against [default: the first --run].")
 ]
-TestOpt = Annotated[PairedTestOpt | None, typer.Option(help="Paired test \\[default: paired_t].")]
+TestOpt = Annotated[PairedTestOpt | None, typer.Option(help="Paired test [default: paired_t].")]
 CorrectionArg = Annotated[
-    CorrectionOpt | None, typer.Option(help="Multiple-comparison correction \\[default: holm].")
+    CorrectionOpt | None, typer.Option(help="Multiple-comparison correction [default: holm].")
 ]
-AlphaOpt = Annotated[float | None, typer.Option(help="Significance level \\[default: 0.05].")]
+AlphaOpt = Annotated[float | None, typer.Option(help="Significance level [default: 0.05].")]
 ConfidenceOpt = Annotated[
-    float | None, typer.Option(help="Interval confidence level \\[default: 0.95].")
+    float | None, typer.Option(help="Interval confidence level [default: 0.95].")
 ]
-CiArg = Annotated[CiOpt | None, typer.Option(help="Bootstrap interval method \\[default: bca].")]
-ResamplesOpt = Annotated[int | None, typer.Option(help="Bootstrap resamples \\[default: 2000].")]
+CiArg = Annotated[CiOpt | None, typer.Option(help="Bootstrap interval method [default: bca].")]
+ResamplesOpt = Annotated[int | None, typer.Option(help="Bootstrap resamples [default: 2000].")]
 PermutationsOpt = Annotated[
-    int | None, typer.Option(help="Sign flips of the randomization test \\[default: 10000].")
+    int | None, typer.Option(help="Sign flips of the randomization test [default: 10000].")
 ]
 SeedOpt = Annotated[
-    int | None, typer.Option(help="Seed of the bootstrap and permutations \\[default: 0].")
+    int | None, typer.Option(help="Seed of the bootstrap and permutations [default: 0].")
 ]
 ProgressOpt = Annotated[bool, typer.Option(help="Progress on stderr.")]
 
@@ -379,7 +379,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         permutations: PermutationsOpt = None,
         seed: SeedOpt = None,
         fmt: Annotated[
-            CompareFormat | None, typer.Option("--format", help="Output format \\[default: table].")
+            CompareFormat | None, typer.Option("--format", help="Output format [default: table].")
         ] = None,
         output: Annotated[
             Path | None,
@@ -445,14 +445,14 @@ def register_compare_commands(app: typer.Typer) -> None:
         permutations: PermutationsOpt = None,
         seed: SeedOpt = None,
         title: Annotated[
-            str | None, typer.Option(help="Report title \\[default: receval comparison].")
+            str | None, typer.Option(help="Report title [default: receval comparison].")
         ] = None,
         curves: Annotated[
             bool | None,
             typer.Option(
                 help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
                 "cutoff, and ROC curves when a classification metric is compared "
-                "\\[default: curves]."
+                "[default: curves]."
             ),
         ] = None,
         progress: ProgressOpt = True,
@@ -496,6 +496,7 @@ def register_compare_commands(app: typer.Typer) -> None:
     plot_app = typer.Typer(
         help="Plots: roc, pr, metric-at-k, per-user (PNG, SVG or PDF by the suffix of -o).",
         no_args_is_help=True,
+        rich_markup_mode=None,  # plain help, as the app's
     )
     app.add_typer(plot_app, name="plot")
 

@@ -94,12 +94,12 @@ class AuditFormat(StrEnum):
     json = "json"
 
 
-UserOpt = Annotated[str | None, typer.Option(help="User id column \\[default: user].")]
-ItemOpt = Annotated[str | None, typer.Option(help="Item id column \\[default: item].")]
-TimeOpt = Annotated[str | None, typer.Option(help="Timestamp column \\[default: timestamp].")]
+UserOpt = Annotated[str | None, typer.Option(help="User id column [default: user].")]
+ItemOpt = Annotated[str | None, typer.Option(help="Item id column [default: item].")]
+TimeOpt = Annotated[str | None, typer.Option(help="Timestamp column [default: timestamp].")]
 FormatOpt = Annotated[
     AuditFormat | None,
-    typer.Option("--format", help="How the audit is printed \\[default: table]."),
+    typer.Option("--format", help="How the audit is printed [default: table]."),
 ]
 InputFormatOpt = Annotated[
     str | None,
@@ -192,7 +192,7 @@ def register_split_commands(app: typer.Typer) -> None:
             str | None, typer.Option(help="temporal_global: rows at or after this are dropped.")
         ] = None,
         k: Annotated[
-            int | None, typer.Option("--k", help="kfold_user: folds \\[default: 5].")
+            int | None, typer.Option("--k", help="kfold_user: folds [default: 5].")
         ] = None,
         by: Annotated[
             Order | None,
@@ -209,18 +209,18 @@ def register_split_commands(app: typer.Typer) -> None:
             typer.Option(help="temporal_global: validation is this time <= t < --cutoff."),
         ] = None,
         seed: Annotated[
-            int | None, typer.Option(help="Seed of the random keys \\[default: 0].")
+            int | None, typer.Option(help="Seed of the random keys [default: 0].")
         ] = None,
         ties: Annotated[
             TiesOpt | None,
             typer.Option(
-                help="Timestamps tied at the cut: random (seeded) or together \\[default: random]."
+                help="Timestamps tied at the cut: random (seeded) or together [default: random]."
             ),
         ] = None,
         duplicates: Annotated[
             DuplicatesOpt | None,
             typer.Option(
-                help="Repeated (user, item) pairs: first, last, keep or raise \\[default: first]."
+                help="Repeated (user, item) pairs: first, last, keep or raise [default: first]."
             ),
         ] = None,
         min_user_interactions: Annotated[
@@ -232,14 +232,14 @@ def register_split_commands(app: typer.Typer) -> None:
         short_users: Annotated[
             ShortOpt | None,
             typer.Option(
-                help="Users too short for the holdout: train, drop or raise \\[default: train]."
+                help="Users too short for the holdout: train, drop or raise [default: train]."
             ),
         ] = None,
         drop_cold: Annotated[
             ColdOpt | None,
             typer.Option(
                 help="Drop test rows whose user / item has no train row: none, "
-                "users, items or both \\[default: none]."
+                "users, items or both [default: none]."
             ),
         ] = None,
         user_col: UserOpt = None,
@@ -306,11 +306,11 @@ def register_split_commands(app: typer.Typer) -> None:
         time_col: TimeOpt = None,
         relevance_col: Annotated[
             str | None,
-            typer.Option(help="Relevance column of test \\[default: every row relevant]."),
+            typer.Option(help="Relevance column of test [default: every row relevant]."),
         ] = None,
         threshold: Annotated[
             float | None,
-            typer.Option("--relevance-threshold", help="Relevant when >= this \\[default: 1]."),
+            typer.Option("--relevance-threshold", help="Relevant when >= this [default: 1]."),
         ] = None,
         input_format: InputFormatOpt = None,
         fmt: FormatOpt = None,
