@@ -57,6 +57,7 @@ from receval.cli.common import (
     UserColOpt,
     UserFactorsOpt,
     UserIdsOpt,
+    check_paths,
     err,
     evaluate_options,
     out,
@@ -71,7 +72,7 @@ from receval.cli.config import TOPK_KEYS, load_config
 from receval.cli.model_io import factor_model, load_ids, model_options
 from receval.cli.split import register_split_commands
 from receval.data.datasets import make_interactions, make_items, make_train
-from receval.data.io import check_output_path, check_outputs, write_frame
+from receval.data.io import check_output_path, write_frame
 from receval.data.layout import check_id_type
 from receval.engines import spark as spark_engine
 from receval.engines.model import topk
@@ -430,7 +431,7 @@ def evaluate_cmd(
         check_choice("format", fmt_value, tuple(Format))
         out_format = Format(fmt_value)
         out_path = settings.pop("per_user")
-        check_outputs(
+        check_paths(
             {"--per-user": out_path},
             {"--truth": settings["truth"], "--recs": settings.get("recs"), "--config": config,
              "--train": settings.get("train"), "--items": settings.get("items"),
@@ -519,7 +520,7 @@ def _model_source(settings: dict[str, Any], engine: Engine) -> bool:
 
 
 def _model_inputs(settings: dict[str, Any]) -> dict[str, Any]:
-    """The model's input files by option, for :func:`check_outputs`."""
+    """The model's input files by option, for :func:`check_paths`."""
     keys = ("user_factors", "item_factors", "user_ids", "item_ids", "exclude", "candidates")
     return {_MODEL_FLAGS[k]: settings.get(k) for k in keys}
 
@@ -612,7 +613,7 @@ def topk_cmd(
             msg = f"--output {str(out_path)!r}: expected a .parquet, .csv or .tsv path."
             raise InputError(msg)
         check_output_path(out_path)
-        check_outputs(
+        check_paths(
             {"--output": out_path},
             {"--config": config, "--users": settings.get("users"), **_model_inputs(settings)},
         )

@@ -4,6 +4,9 @@ and the plots declare them once, here)."""
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -13,7 +16,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from receval._errors import InputError
+from receval._errors import InputError, OutputError
+from receval.data.io import check_outputs
 
 __all__ = [
     "BlockMemoryOpt",
@@ -45,6 +49,8 @@ __all__ = [
     "UserColOpt",
     "UserFactorsOpt",
     "UserIdsOpt",
+    "check_paths",
+    "check_regular_input",
     "evaluate_options",
     "fail",
     "features",
@@ -52,6 +58,7 @@ __all__ = [
     "segment_specs",
     "show_warning",
     "shown_warnings",
+    "special_file",
 ]
 
 out = Console(soft_wrap=True)
@@ -110,6 +117,61 @@ def show_warning(
 
 
 shown_warnings: set[str] = set()  # the texts printed by this command (one per process)
+
+
+_SPECIAL = (
+    (stat.S_ISFIFO, "a pipe (a FIFO)"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)  # fmt: skip
+
+
+def special_file(path: str | os.PathLike[str]) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder ("a pipe (a
+    FIFO)", "a character device", ...), else None. ``stat`` never opens the path, so a FIFO
+    with no writer does not block here."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((what for test, what in _SPECIAL if test(mode)), None)
+
+
+def check_regular_input(option: str, path: str | os.PathLike[str] | None) -> None:
+    """:class:`InputError` when the input ``path`` is a pipe, FIFO, device or socket: receval
+    reads files (a Parquet file by seeking, a file sometimes twice), and a FIFO without a writer
+    would block the command. (Without this, such a path is reported as "does not exist".)"""
+    if path is None or not isinstance(path, str | os.PathLike):
+        return
+    what = special_file(path)
+    if what is not None:
+        msg = (
+            f"{option} {str(path)!r} is {what}, not a regular file; receval reads its inputs "
+            "from regular files (it may seek in them or read them twice): save the data to a "
+            "file and give that path."
+        )
+        raise InputError(msg)
+
+
+def check_paths(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Mapping[str, Any],
+) -> None:
+    """Before any work: no input is a pipe, FIFO or device (:func:`check_regular_input`), no
+    output is one (an output is written to a new file that then replaces the path: that would
+    replace the FIFO, or a device), and no output names an input
+    (:func:`receval.data.io.check_outputs`)."""
+    for option, path in inputs.items():
+        check_regular_input(option, path)
+    for option, path in outputs.items():
+        what = None if path is None else special_file(path)
+        if what is not None:
+            msg = (
+                f"cannot write {option} {str(path)!r}: it is {what}, not a regular file. "
+                "Outputs are written to a new file that then replaces the path (atomically), "
+                f"which would replace {what}; give the path of a regular file."
+            )
+            raise OutputError(msg)
+    check_outputs(outputs, {k: v for k, v in inputs.items() if isinstance(v, str | os.PathLike)})
 
 
 def features(text: str | None) -> str | list[str] | None:

@@ -40,6 +40,7 @@ from receval.cli.common import (
     TiesOpt,
     TrainOpt,
     UserColOpt,
+    check_paths,
     evaluate_options,
     segment_specs,
 )
@@ -50,7 +51,7 @@ from receval.comparison import plots as plot
 from receval.comparison.compare import compare
 from receval.comparison.plots import MAX_KS
 from receval.comparison.report import best_models, format_p, legend
-from receval.data.io import check_outputs, write_frame, write_text
+from receval.data.io import write_frame, write_text
 from receval.evaluation import evaluate
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def _check_output(
     inputs: dict[str, Any] = {"--truth": truth, "--config": config}
     inputs.update({f"--run {name}": path for name, path in runs.items()})
     inputs.update({f"--{key}": options.get(key) for key in ("train", "items")})
-    check_outputs({"--output": output}, inputs)
+    check_paths({"--output": output}, inputs)
 
 
 def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from receval._errors import InputError
+from receval.cli.common import check_regular_input
 from receval.data.io import check_columns, check_input_format
 
 __all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "SPLIT_KEYS", "TOPK_KEYS", "load_config"]
@@ -132,6 +133,7 @@ def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[s
         Key -> checked value; paths (and the paths of ``runs``) relative to the file's folder.
     """
     source = Path(path)
+    check_regular_input("--config", source)  # a FIFO would block the read until a writer came
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:

@@ -23,11 +23,10 @@ import typer
 from rich.table import Table
 
 from receval._errors import InputError, RecevalError, check_choice
-from receval.cli.common import err, out
+from receval.cli.common import check_paths, err, out
 from receval.cli.common import fail as _fail
 from receval.cli.config import SPLIT_KEYS, load_config
 from receval.data.audit import SplitAudit, audit_split
-from receval.data.io import check_outputs
 from receval.data.split import split
 
 __all__ = ["LEAK_EXIT", "register_split_commands"]
@@ -279,7 +278,7 @@ def register_split_commands(app: typer.Typer) -> None:
             check_choice("format", out_format, tuple(AuditFormat))
             source, folder = Path(settings.pop("input")), Path(settings.pop("out_dir"))
             outputs = {f"--out-dir {name}": folder / name for name in _file_names(settings)}
-            check_outputs(outputs, {"INPUT": source, "--config": config})
+            check_paths(outputs, {"INPUT": source, "--config": config})
             result = split(source, settings.pop("method"), **settings)
             written = result.write(folder)
         except (RecevalError, OSError) as exc:
@@ -323,6 +322,7 @@ def register_split_commands(app: typer.Typer) -> None:
             "input_format": input_format, "validation": validation,
         }  # fmt: skip
         try:
+            check_paths({}, {"TRAIN": train, "TEST": test, "--validation": validation})
             audit = audit_split(train, test, **{k: v for k, v in options.items() if v is not None})
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
