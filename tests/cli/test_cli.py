@@ -363,6 +363,23 @@ def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
     assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
 
 
+def test_demo_recommends_no_item_of_the_users_train(tmp_path: Path) -> None:
+    # the flagship example must not show the mistake receval warns about: its model leaves
+    # out (exclude=) what each user already has in train, and train shares no pair with truth
+    code, out, err = cli("demo", "--users", "300", "--recs", "20", "--format", "json",
+                         "-m", "mrr", "--save", tmp_path)  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["counts"]["recs_in_train"] == 0
+    train = pl.read_parquet(tmp_path / "train.parquet")
+    for name in ("recs", "truth"):
+        frame = pl.read_parquet(tmp_path / f"{name}.parquet")
+        assert frame.join(train, on=["user", "item"]).height == 0, name
+    assert train.height > 0
+    code, out, _ = cli("demo", "--users", "300", "--recs", "20")
+    assert code == 0
+    assert "0 recs rows in train" in out
+
+
 def test_demo_rejects_no_users() -> None:
     code, _, err = cli("demo", "--users", "0")
     assert code == 2
@@ -448,3 +465,78 @@ def test_config_errors(tmp_path: Path, text: str, message: str) -> None:
     assert message in " ".join(err.split())
     if message.startswith("unknown key"):
         assert "did you mean 'metrics'" in " ".join(err.split())
+
+
+# ------------------------------------------------------------------- usage errors and --help
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["evaluate", "--nope"], "No such option: --nope"),
+        (["evaluate", "--truth"], "Option '--truth' requires an argument."),
+        (["evaluate", "--ties", "random"], "'random' is not one of"),
+        (["evaluate", "--partitions", "0"], "Invalid value for '--partitions'"),
+        (["nope"], "No such command 'nope'."),
+        (["plot", "roc", "--output", "x.png"], "Missing option '--truth'."),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], says: str) -> None:
+    # the README promises one line on stderr for every error: typer's usage errors too (they
+    # were boxes of five lines)
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and says in lines[0], lines[0]
+    assert "--help" in lines[0]  # where to look next
+    assert result.stdout == ""
+
+
+def test_usage_error_is_one_line_from_the_script() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from receval.cli import main; "
+         "sys.argv = ['receval', 'compare', '--resamples', 'many']; main()"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: "), done.stderr
+    assert "Invalid value for '--resamples'" in done.stderr
+
+
+def test_no_arguments_show_the_help() -> None:
+    result = runner.invoke(app, [])
+    assert "Usage: receval" in result.output and "evaluate" in result.output
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_help_uses_the_terminal_width(columns: int) -> None:
+    # option help was wrapped to about 20 characters in an 80-column box. In a real process:
+    # CliRunner forces click's width to 80
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from receval.cli import main; "
+         "sys.argv = ['receval', 'compare', '--help']; main()"],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "COLUMNS": str(columns)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= columns
+    truth = next(line for line in lines if line.lstrip().startswith("--truth"))
+    assert truth.rstrip().endswith("Truth file: Parquet, CSV, TSV or TREC qrels.")
+    config = [line for line in lines if "TOML or JSON file of settings" in line]
+    assert len(config) == 1
+    start = lines.index(config[0])
+    body = lines[start : start + 8]
+    width = len(config[0]) - config[0].index("TOML")  # the help column's width
+    assert width >= 40
+    if columns == 200:  # the whole width is used: the config's help takes two lines at most
+        assert "Flags given here override it." in " ".join(body[:2])
+    assert "\\[" not in result.stdout  # no markup escapes shown

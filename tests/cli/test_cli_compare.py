@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -180,3 +182,154 @@ def test_compare_bad_baseline_and_output(files: dict[str, Path], tmp_path: Path)
         app, ["compare", *_base(files), "--resamples", "50", "-o", str(tmp_path / "x.doc")]
     )
     assert out.exit_code == 2 and "expected a .md, .tex, .json, .html" in out.output
+
+
+def test_compare_prints_a_truth_warning_once(tmp_path: Path, files: dict[str, Path]) -> None:
+    # truth's unused 'rating' column is one fact about truth: said once, not once per run. In
+    # a real process (pytest's own warning filters hide the repeat in process)
+    truth = tmp_path / "rated.parquet"
+    pl.read_parquet(files["truth"]).rename({"relevance": "rating"}).write_parquet(truth)
+    args = ["compare", "--truth", str(truth), "--run", f"pop={files['a']}", "--run",
+            f"knn={files['b']}", "--run", f"third={files['a']}", "-m", "mrr", "--resamples",
+            "50", "--no-progress"]  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from receval.cli import main; "
+         "sys.argv = ['receval', *sys.argv[1:]]; main()", *args],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warned) == 1, done.stderr
+    assert "'rating' look like relevance grades" in warned[0]
+
+
+# -- factor-model runs (--factors): exact metrics from the command line -------------------------
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    import numpy as np
+
+    root = tmp_path_factory.mktemp("factors")
+    rng = np.random.default_rng(0)
+    n_users, n_items = 60, 80
+    truth = pl.DataFrame(
+        {"user": rng.integers(0, n_users, 300), "item": rng.integers(0, n_items, 300)}
+    )
+    truth = truth.unique(maintain_order=True)
+    train = pl.DataFrame(
+        {"user": rng.integers(0, n_users, 400), "item": rng.integers(0, n_items, 400)}
+    )
+    train = train.unique(maintain_order=True).join(truth, on=["user", "item"], how="anti")
+    paths = {"truth": root / "truth.parquet", "train": root / "train.parquet"}
+    truth.write_parquet(paths["truth"])
+    train.write_parquet(paths["train"])
+    for name, seed in (("als", 1), ("bpr", 2)):
+        r = np.random.default_rng(seed)
+        paths[f"{name}_u"], paths[f"{name}_i"] = root / f"{name}_u.npy", root / f"{name}_i.npy"
+        np.save(paths[f"{name}_u"], r.normal(size=(n_users, 4)))
+        np.save(paths[f"{name}_i"], r.normal(size=(n_items, 4)))
+    return paths
+
+
+def _models_library(models: dict[str, Path]) -> dict[str, receval.FactorModel]:
+    import numpy as np
+
+    return {
+        name: receval.FactorModel(np.load(models[f"{name}_u"]), np.load(models[f"{name}_i"]))
+        for name in ("als", "bpr")
+    }
+
+
+def _factor_args(models: dict[str, Path]) -> list[str]:
+    return ["--truth", str(models["truth"]),
+            "--factors", f"als={models['als_u']},{models['als_i']}",
+            "--factors", f"bpr={models['bpr_u']},{models['bpr_i']}"]  # fmt: skip
+
+
+def test_compare_factor_models_equals_the_library(models: dict[str, Path]) -> None:
+    # the models are scored on the whole catalog less train (exclude): mrr is the exact one,
+    # not mrr@K of a top-K table
+    args = ["compare", *_factor_args(models), "--exclude", str(models["train"]), "-m", "mrr",
+            "-m", "ndcg@10", "--format", "json", "--resamples", "100", "--no-progress"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    cmp = receval.compare(models["truth"], _models_library(models), ["mrr", "ndcg@10"],
+                          exclude=models["train"], n_resamples=100)  # fmt: skip
+    assert doc["rows"] == json.loads(cmp.to_json())["rows"]
+    assert doc["models"] == ["als", "bpr"]
+    exact = receval.evaluate(models["truth"], _models_library(models)["als"], "mrr",
+                             exclude=models["train"])  # fmt: skip
+    assert cmp.cell("als", "mrr")["mean"] == exact.means["mrr"]
+    assert "lists_cut_at" not in json.dumps(exact.details)
+
+
+def test_report_takes_factor_models(models: dict[str, Path], tmp_path: Path) -> None:
+    html = tmp_path / "report.html"
+    args = ["report", *_factor_args(models), "--exclude", str(models["train"]), "-m", "mrr",
+            "-m", "ndcg@10", "-o", str(html), "--resamples", "50", "--no-progress",
+            "--no-curves"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    text = html.read_text(encoding="utf-8")
+    assert "als" in text and "bpr" in text
+
+
+def test_compare_factor_models_from_a_config(models: dict[str, Path], tmp_path: Path) -> None:
+    config = tmp_path / "compare.toml"
+    config.write_text(
+        f'truth = "{models["truth"]}"\nmetrics = ["mrr"]\nexclude = "{models["train"]}"\n'
+        f'n_resamples = 100\nformat = "json"\n[runs]\n'
+        f'als = {{ user_factors = "{models["als_u"]}", item_factors = "{models["als_i"]}" }}\n'
+        f'bpr = {{ user_factors = "{models["bpr_u"]}", item_factors = "{models["bpr_i"]}" }}\n',
+        encoding="utf-8",
+    )
+    out = runner.invoke(app, ["compare", "--config", str(config), "--no-progress"])
+    assert out.exit_code == 0, out.output
+    cmp = receval.compare(models["truth"], _models_library(models), "mrr",
+                          exclude=models["train"], n_resamples=100)  # fmt: skip
+    assert json.loads(out.stdout)["rows"] == json.loads(cmp.to_json())["rows"]
+
+
+def test_compare_mixes_a_table_and_a_model_without_model_options(
+    models: dict[str, Path], tmp_path: Path
+) -> None:
+    top = receval.topk(_models_library(models)["bpr"], 10, exclude=models["train"])
+    table = tmp_path / "bpr_top10.parquet"
+    top.write_parquet(table)
+    args = ["compare", "--truth", str(models["truth"]), "--run", f"top={table}", "--factors",
+            f"als={models['als_u']},{models['als_i']}", "-m", "ndcg@10", "--format", "json",
+            "--resamples", "50", "--no-progress"]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["models"] == ["top", "als"]  # --run first, then --factors
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--factors", "als=U.npy"], "--factors must be NAME=USER_FACTORS,ITEM_FACTORS"),
+        (["--factors", "pop=U.npy,I.npy"], "names must be unique; 'pop' is given twice"),
+        (["--exclude", "train.parquet"], "run(s) 'pop' are tables of recommendations"),
+        (["--factors", "als=missing_u.npy,missing_i.npy"], "--factors als: --user-factors file"),
+    ],
+)
+def test_compare_factor_errors_are_one_line(
+    files: dict[str, Path], models: dict[str, Path], extra: list[str], says: str
+) -> None:
+    args = ["compare", "--truth", str(models["truth"]), "--run", f"pop={files['a']}", *extra,
+            "-m", "mrr", "--no-progress"]  # fmt: skip
+    if "--exclude" in extra:
+        args += ["--factors", f"als={models['als_u']},{models['als_i']}"]
+    out = runner.invoke(app, args)
+    assert out.exit_code == 2, out.output
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], out.stderr
+
+
+def test_model_options_need_a_factor_run(files: dict[str, Path], models: dict[str, Path]) -> None:
+    out = runner.invoke(app, ["compare", *_base(files), "--exclude", str(models["train"]), "-m",
+                              "mrr", "--no-progress"])  # fmt: skip
+    assert out.exit_code == 2
+    assert "--exclude applies to factor-model runs (--factors NAME=U,I)" in out.stderr

@@ -1011,3 +1011,169 @@ def _check_sampling(data: st.DataObject) -> None:
             continue
         assert type(sampling.seed) is int and 0 <= sampling.seed < 2**64
         _never_crashes(lambda s=sampling: receval.evaluate(truth, model, ["ndcg@3"], sampling=s))
+
+
+# -- the command line's new entry points: compare/report with factor files, split and audit
+# with bad paths, pipes and FIFOs (issue 29). Every drawn call exits 0, or 2 with one line
+# "error: ..." on stderr; never an exception, a traceback or a hang.
+
+_FILE_KINDS = ["npy", "npz", "parquet", "garbage", "empty", "wrong_shape", "text", "fifo",
+               "folder", "missing"]  # fmt: skip
+
+
+def _factor_file(kind: str, folder: Path, name: str, rows: int, rng: np.random.Generator) -> Path:
+    """A factor file of the drawn kind (good ones hold ``rows`` x 3 factors)."""
+    import os
+
+    factors = rng.normal(size=(rows, 3))
+    path = folder / f"{name}.{kind if kind in ('npy', 'npz', 'parquet') else 'npy'}"
+    if kind == "npy":
+        np.save(path, factors)
+    elif kind == "npz":
+        np.savez(path, factors=factors)
+    elif kind == "parquet":
+        pl.DataFrame({"id": list(range(rows)), "f": factors.tolist()}).write_parquet(path)
+    elif kind == "garbage":
+        path.write_bytes(b"\x93NUMPY garbage \x00\xff" * 3)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "wrong_shape":
+        np.save(path, factors.ravel())
+    elif kind == "text":
+        np.save(path, np.array([["a", "b"]] * rows))
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    return path  # "missing": never created
+
+
+def _one_line_or_success(result: Any) -> None:
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    assert result.exit_code in (0, 2), (result.exit_code, result.stderr)
+    if result.exit_code == 2:
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+
+
+_CLI_SETTINGS = settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@_CLI_SETTINGS
+@given(data=st.data())
+def test_compare_and_report_with_factor_files_exit_cleanly(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("robust_factors")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    n_users, n_items = (
+        data.draw(st.integers(1, 6), label="users"),
+        data.draw(st.integers(1, 8), label="items"),
+    )
+    truth = folder / "truth.parquet"
+    pl.DataFrame(
+        {"user": rng.integers(0, n_users + 1, 8), "item": rng.integers(0, n_items + 1, 8)}
+    ).unique().write_parquet(truth)
+    u_kind = data.draw(st.sampled_from(_FILE_KINDS), label="user factors")
+    i_kind = data.draw(st.sampled_from(_FILE_KINDS), label="item factors")
+    u = _factor_file(u_kind, folder, "u", n_users, rng)
+    i = _factor_file(i_kind, folder, "i", n_items, rng)
+    spec = data.draw(
+        st.sampled_from([f"m={u},{i}", f"m={u}", f"={u},{i}", f"m={u},{i},{u}", "m"]),
+        label="--factors",
+    )
+    args = ["--truth", str(truth), "--factors", spec, "-m", "mrr", "-m", "ndcg@3",
+            "--resamples", "20", "--no-progress"]  # fmt: skip
+    if data.draw(st.booleans(), label="second model"):
+        args += ["--factors", f"n={_factor_file('npy', folder, 'u2', n_users, rng)},{i}"]
+    if data.draw(st.booleans(), label="--exclude"):
+        exclude = folder / "train.parquet"
+        pl.DataFrame({"user": [0], "item": [0]}).write_parquet(exclude)
+        args += ["--exclude", str(exclude)]
+    if data.draw(st.booleans(), label="a table run"):
+        recs = folder / "recs.parquet"
+        pl.DataFrame({"user": [0, 1], "item": [0, 1], "score": [1.0, 0.5]}).write_parquet(recs)
+        args += ["--run", f"t={recs}"]
+    command = data.draw(st.sampled_from(["compare", "report"]), label="command")
+    if command == "report":
+        args += ["-o", str(folder / "r.html"), "--no-curves"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = CliRunner().invoke(app, [command, *args])
+    event(f"exit {result.exit_code}")
+    _one_line_or_success(result)
+    good = {"npy", "npz", "parquet"}
+    if result.exit_code == 0:
+        assert u_kind in good and i_kind in good
+
+
+_PATH_KINDS = ["csv", "parquet", "missing", "folder", "fifo", "empty", "garbage", "suffix"]
+
+
+def _table_file(kind: str, folder: Path, name: str) -> Path:
+    import os
+
+    frame = pl.DataFrame(
+        {"user": [1, 1, 1, 2, 2, 2], "item": [1, 2, 3, 1, 2, 4], "timestamp": [1, 2, 3, 4, 5, 6]}
+    )
+    path = folder / f"{name}.{'csv' if kind in ('csv', 'empty', 'fifo', 'folder') else 'parquet'}"
+    if kind == "csv":
+        frame.write_csv(path)
+    elif kind == "parquet":
+        frame.write_parquet(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "garbage":
+        path.write_bytes(b"PAR1\x00\x01garbage")
+    elif kind == "suffix":
+        path = folder / f"{name}.xlsx"
+        path.write_bytes(b"not a table")
+    return path
+
+
+@_CLI_SETTINGS
+@given(data=st.data())
+def test_split_and_audit_with_bad_paths_exit_cleanly(
+    data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("robust_split")
+    if data.draw(st.booleans(), label="audit"):
+        train = _table_file(data.draw(st.sampled_from(_PATH_KINDS), label="train"), folder, "tr")
+        test = _table_file(data.draw(st.sampled_from(_PATH_KINDS), label="test"), folder, "te")
+        args = ["audit", str(train), str(test)]
+    else:
+        source = _table_file(data.draw(st.sampled_from(_PATH_KINDS), label="input"), folder, "in")
+        out_kind = data.draw(st.sampled_from(["new", "file", "missing_parent", "fifo_inside"]))
+        out_dir = folder / "out"
+        if out_kind == "file":
+            out_dir.write_text("x")
+        elif out_kind == "missing_parent":
+            out_dir = folder / "no" / "such" / "out"
+        elif out_kind == "fifo_inside":
+            import os
+
+            out_dir.mkdir()
+            os.mkfifo(out_dir / "train.parquet")
+        args = ["split", str(source), "--method", "leave_one_out", "--out-dir", str(out_dir)]
+        if data.draw(st.booleans(), label="--config fifo"):
+            import os
+
+            config = folder / "split.toml"
+            os.mkfifo(config)
+            args += ["--config", str(config)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = CliRunner().invoke(app, args)
+    event(f"exit {result.exit_code}")
+    _one_line_or_success(result)

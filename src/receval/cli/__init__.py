@@ -9,11 +9,13 @@ evaluated end to end); ``compare``, ``report`` and ``plot`` (:mod:`receval.cli.c
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from enum import StrEnum
 from pathlib import Path
@@ -24,6 +26,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer.core import TyperGroup
 
 from receval._errors import InputError, RecevalError, check_choice, check_integer
 from receval.cli.common import (
@@ -54,11 +57,13 @@ from receval.cli.common import (
     UserColOpt,
     UserFactorsOpt,
     UserIdsOpt,
+    check_paths,
     err,
     evaluate_options,
     out,
     segment_specs,
     show_warning,
+    shown_warnings,
 )
 from receval.cli.common import fail as _fail
 from receval.cli.compare import register_compare_commands
@@ -67,7 +72,7 @@ from receval.cli.config import TOPK_KEYS, load_config
 from receval.cli.model_io import factor_model, load_ids, model_options
 from receval.cli.split import register_split_commands
 from receval.data.datasets import make_interactions, make_items, make_train
-from receval.data.io import check_output_path, check_outputs, write_frame
+from receval.data.io import check_output_path, write_frame
 from receval.data.layout import check_id_type
 from receval.engines import spark as spark_engine
 from receval.engines.model import topk
@@ -87,12 +92,71 @@ DEMO_BEYOND = [
 ]  # fmt: skip
 DEMO_CASCADE = ["err(max_grade=5)@10"]  # a cascade metric on the demo's grades 1..5
 
+
+def _click_module() -> Any:
+    """The click that typer runs on: its own copy in recent typer (``typer._click``), click
+    itself before; its exceptions are the ones a command line raises."""
+    try:
+        return importlib.import_module("typer._click")
+    except ImportError:
+        return importlib.import_module("click")
+
+
+_CLICK = _click_module()
+_NO_ARGS = getattr(_CLICK.exceptions, "NoArgsIsHelpError", ())  # click >= 8.2
+_ABORT = (typer.Abort, getattr(_CLICK.exceptions, "Abort", typer.Abort))  # click's, typer's
+
+
+class _Commands(TyperGroup):
+    """The ``receval`` group: a usage error (an unknown option, a missing or malformed value)
+    is one line on stderr with exit code 2, as every other error, not click's lines of
+    usage and hint (or Rich's box of them)."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        call = (args, prog_name, complete_var)
+        if not standalone_mode:
+            return super().main(*call, False, windows_expand_args, **extra)
+        try:
+            code = super().main(*call, False, windows_expand_args, **extra)
+        except _NO_ARGS as exc:  # no arguments: the help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except _CLICK.exceptions.ClickException as exc:
+            sys.exit(_usage_error(exc))
+        except _ABORT:
+            err.print("error: aborted.", markup=False, highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_error(exc: Any) -> int:
+    """Print a click error as one line, with where to look next; return its exit code."""
+    message = " ".join(str(exc.format_message()).split())
+    ctx = getattr(exc, "ctx", None)
+    hint = f" (see '{'receval' if ctx is None else ctx.command_path} --help')"
+    err.print(f"error: {message}{hint}", markup=False, highlight=False)
+    return int(exc.exit_code)
+
+
 app = typer.Typer(
     name="receval",
     help="Fast, exact offline evaluation of recommender systems and rankers.",
+    cls=_Commands,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain help (click's): the option help takes the terminal's width and reads at 80
+    # columns; Rich's boxes left it about 20 characters there
+    rich_markup_mode=None,
+    context_settings={"max_content_width": 10_000},
 )
 _out = out  # the console the commands print to
 
@@ -238,7 +302,7 @@ def evaluate_cmd(
         ExcludedTruth | None,
         typer.Option(
             help="Truth rows that --exclude removes: drop (with a warning) or raise "
-            "\\[default: drop]."
+            "[default: drop]."
         ),
     ] = None,
     progress: ModelProgressOpt = None,
@@ -272,7 +336,7 @@ def evaluate_cmd(
         ),
     ] = None,
     fmt: Annotated[
-        Format | None, typer.Option("--format", help="Output format \\[default: table].")
+        Format | None, typer.Option("--format", help="Output format [default: table].")
     ] = None,
     per_user: Annotated[
         Path | None,
@@ -308,21 +372,21 @@ def evaluate_cmd(
             help="--engine stream with Parquet files: auto reads files whose footer says they "
             "are sorted by user in order, without the partition pass (checked as read; "
             "unsorted rows fall back to it); true always reads in order and fails on a row out "
-            "of order; false always partitions \\[default: auto]."
+            "of order; false always partitions [default: auto]."
         ),
     ] = None,
     spark_master: Annotated[
         str | None,
         typer.Option(
             help="Spark master for --engine spark, e.g. local[4] or spark://host:7077; "
-            "sc://host:15002 connects through Spark Connect \\[default: local[*]]."
+            "sc://host:15002 connects through Spark Connect [default: local[*]]."
         ),
     ] = None,
     partitions: Annotated[
         int | None,
         typer.Option(
             min=1,
-            help="User shards for --engine spark \\[default: the session's "
+            help="User shards for --engine spark [default: the session's "
             "spark.sql.shuffle.partitions].",
         ),
     ] = None,
@@ -367,7 +431,7 @@ def evaluate_cmd(
         check_choice("format", fmt_value, tuple(Format))
         out_format = Format(fmt_value)
         out_path = settings.pop("per_user")
-        check_outputs(
+        check_paths(
             {"--per-user": out_path},
             {"--truth": settings["truth"], "--recs": settings.get("recs"), "--config": config,
              "--train": settings.get("train"), "--items": settings.get("items"),
@@ -456,7 +520,7 @@ def _model_source(settings: dict[str, Any], engine: Engine) -> bool:
 
 
 def _model_inputs(settings: dict[str, Any]) -> dict[str, Any]:
-    """The model's input files by option, for :func:`check_outputs`."""
+    """The model's input files by option, for :func:`check_paths`."""
     keys = ("user_factors", "item_factors", "user_ids", "item_ids", "exclude", "candidates")
     return {_MODEL_FLAGS[k]: settings.get(k) for k in keys}
 
@@ -502,7 +566,7 @@ def topk_cmd(
         Path | None,
         typer.Option(
             help="Only these users, in this order: .npy, .txt (one per line), Parquet, CSV or "
-            "TSV \\[default: every user of the factors]."
+            "TSV [default: every user of the factors]."
         ),
     ] = None,
     exclude: ExcludeOpt = None,
@@ -549,7 +613,7 @@ def topk_cmd(
             msg = f"--output {str(out_path)!r}: expected a .parquet, .csv or .tsv path."
             raise InputError(msg)
         check_output_path(out_path)
-        check_outputs(
+        check_paths(
             {"--output": out_path},
             {"--config": config, "--users": settings.get("users"), **_model_inputs(settings)},
         )
@@ -657,6 +721,9 @@ def demo_cmd(
 ) -> None:
     """Generate realistic interaction data and evaluate a model's recommendations on it.
 
+    The model's lists leave out the items each user already has in the generated train (as
+    exclude= does for a model), and train shares no (user, item) pair with truth.
+
     Without --metric: the default ranking metrics, the expected reciprocal rank on the data's
     grades 1..5, plus coverage, novelty and the Gini index of the top-10 lists against a
     generated training set, and their miscalibration, serendipity and attention-weighted rank
@@ -667,28 +734,26 @@ def demo_cmd(
         with compile_notice(err):  # a first run compiles the generator's kernels
             data = make_interactions(users, n_recs=recs_per_user, seed=seed)
         n_items = max(1000, 10 * recs_per_user, users // 2)  # make_interactions' catalog
-        train = make_train(users, n_items=n_items, seed=seed + 1)
+        train = _demo_train(data.truth, make_train(users, n_items=n_items, seed=seed + 1))
+        recs = _exclude_train(data.recs, train)
         items = make_items(n_items, dim=16, seed=seed + 2)
         if save is not None:
             save.mkdir(parents=True, exist_ok=True)
             write_frame(data.truth, save / "truth.parquet")
-            write_frame(data.recs, save / "recs.parquet")
+            write_frame(recs, save / "recs.parquet")
             write_frame(train, save / "train.parquet")
             write_frame(items, save / "items.parquet")
         if fmt is Format.table:
             _out.print(
-                f"generated {data.truth.height:,} truth rows, {data.recs.height:,} "
-                f"recommendation rows and {train.height:,} train rows for {users:,} users "
-                f"(seed {seed})",
+                f"generated {data.truth.height:,} truth rows, {recs.height:,} "
+                f"recommendation rows (the users' train items excluded) and {train.height:,} "
+                f"train rows for {users:,} users (seed {seed})",
                 highlight=False,
             )
         start = time.perf_counter()
-        with compile_notice(err), warnings.catch_warnings():
-            # generated train and recs are independent: their overlap is chance, not a model
-            # repeating known items (the summary line counts it)
-            warnings.filterwarnings("ignore", "[0-9]+ recommendation rows .* already has in train")
+        with compile_notice(err):
             res = evaluate(
-                data.truth, data.recs, metric or DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND,
+                data.truth, recs, metric or DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND,
                 ties=ties.value, train=train, items=items, item_features="embedding",
             )  # fmt: skip
         seconds = time.perf_counter() - start
@@ -701,6 +766,21 @@ def demo_cmd(
             f"{save / 'recs.parquet'} --train {save / 'train.parquet'} -m ndcg@10 -m novelty@10",
             highlight=False,
         )
+
+
+def _demo_train(truth: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:
+    """The demo's train: the generated interactions less the (user, item) pairs of truth, as
+    a split leaves them (test interactions are not training ones)."""
+    return train.join(truth, on=["user", "item"], how="anti", maintain_order="left")
+
+
+def _exclude_train(recs: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:
+    """The demo model's lists with ``exclude=`` train, as a model's top-K is made (what
+    ``receval.FactorModel`` does with ``exclude=``): no user is recommended an item they
+    already have in train, so a list may be shorter than ``--recs``. Generated apart, recs
+    would repeat a few train items by chance, the very mistake ``evaluate(train=...)`` warns
+    about."""
+    return recs.join(train, on=["user", "item"], how="anti", maintain_order="left")
 
 
 register_compare_commands(app)
@@ -720,6 +800,7 @@ def _setup(
     _DEBUG[0] = debug
     if not debug:
         warnings.showwarning = show_warning
+        shown_warnings.clear()  # each command says each warning once (tests run several)
 
 
 _DEBUG = [False]

@@ -22,9 +22,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from receval._errors import InputError, RecevalError, check_choice
+from receval._errors import InputError, RecevalError, about, check_choice
 from receval.cli.common import (
+    BlockMemoryOpt,
+    CandidatesOpt,
     ColumnsOpt,
+    DeviceOpt,
+    ExcludeOpt,
     IdTypeOpt,
     InputFormatOpt,
     ItemColOpt,
@@ -36,21 +40,24 @@ from receval.cli.common import (
     RelevanceColOpt,
     ScoreColOpt,
     SegmentsOpt,
+    SimilarityOpt,
     ThresholdOpt,
     TiesOpt,
     TrainOpt,
     UserColOpt,
+    check_paths,
     evaluate_options,
     segment_specs,
 )
 from receval.cli.common import fail as _fail
 from receval.cli.common import out as _out
 from receval.cli.config import COMPARE_KEYS, REPORT_KEYS, load_config
+from receval.cli.model_io import factor_model, model_options
 from receval.comparison import plots as plot
 from receval.comparison.compare import compare
 from receval.comparison.plots import MAX_KS
 from receval.comparison.report import best_models, format_p, legend
-from receval.data.io import check_outputs, write_frame, write_text
+from receval.data.io import write_frame, write_text
 from receval.evaluation import evaluate
 
 if TYPE_CHECKING:
@@ -113,7 +120,14 @@ run_opt = typer.Option(
     "--run", "-r", help="A model's recommendations as NAME=PATH; repeat for each model."
 )
 metric_opt = typer.Option(
-    "--metric", "-m", help="Metric string, repeatable \\[default: ndcg@10, recall@20]."
+    "--metric", "-m", help="Metric string, repeatable [default: ndcg@10, recall@20]."
+)
+factors_opt = typer.Option(
+    "--factors",
+    help="A factor model as NAME=USER_FACTORS,ITEM_FACTORS[,USER_IDS,ITEM_IDS] (the files of "
+    "evaluate --user-factors, --item-factors, --user-ids, --item-ids), scored on the whole "
+    "catalog: exact metrics, mrr and map not cut at a list length; repeat for each model "
+    "(after the --run models).",
 )
 recs_opt = typer.Option(help="One model's recommendations (named by the file stem).")
 out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg or .pdf.")
@@ -122,23 +136,23 @@ out_opt = typer.Option("--output", "-o", help="Image file to write: .png, .svg o
 # the statistics options of compare and report; None (not given) leaves the config file's
 # value or the default (_DEFAULTS)
 BaselineOpt = Annotated[
-    str | None, typer.Option(help="Run tested against \\[default: the first --run].")
+    str | None, typer.Option(help="Run tested against [default: the first --run].")
 ]
-TestOpt = Annotated[PairedTestOpt | None, typer.Option(help="Paired test \\[default: paired_t].")]
+TestOpt = Annotated[PairedTestOpt | None, typer.Option(help="Paired test [default: paired_t].")]
 CorrectionArg = Annotated[
-    CorrectionOpt | None, typer.Option(help="Multiple-comparison correction \\[default: holm].")
+    CorrectionOpt | None, typer.Option(help="Multiple-comparison correction [default: holm].")
 ]
-AlphaOpt = Annotated[float | None, typer.Option(help="Significance level \\[default: 0.05].")]
+AlphaOpt = Annotated[float | None, typer.Option(help="Significance level [default: 0.05].")]
 ConfidenceOpt = Annotated[
-    float | None, typer.Option(help="Interval confidence level \\[default: 0.95].")
+    float | None, typer.Option(help="Interval confidence level [default: 0.95].")
 ]
-CiArg = Annotated[CiOpt | None, typer.Option(help="Bootstrap interval method \\[default: bca].")]
-ResamplesOpt = Annotated[int | None, typer.Option(help="Bootstrap resamples \\[default: 2000].")]
+CiArg = Annotated[CiOpt | None, typer.Option(help="Bootstrap interval method [default: bca].")]
+ResamplesOpt = Annotated[int | None, typer.Option(help="Bootstrap resamples [default: 2000].")]
 PermutationsOpt = Annotated[
-    int | None, typer.Option(help="Sign flips of the randomization test \\[default: 10000].")
+    int | None, typer.Option(help="Sign flips of the randomization test [default: 10000].")
 ]
 SeedOpt = Annotated[
-    int | None, typer.Option(help="Seed of the bootstrap and permutations \\[default: 0].")
+    int | None, typer.Option(help="Seed of the bootstrap and permutations [default: 0].")
 ]
 ProgressOpt = Annotated[bool, typer.Option(help="Progress on stderr.")]
 
@@ -152,9 +166,33 @@ _COMMAND_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
-    """``--run NAME=PATH`` (repeatable) and ``--recs PATH`` (named by the file stem)."""
-    runs: dict[str, Path] = {}
+_FACTOR_FILES = ("user_factors", "item_factors", "user_ids", "item_ids")
+
+
+def _factor_runs(specs: list[str], runs: dict[str, Any]) -> None:
+    """``--factors NAME=USER_FACTORS,ITEM_FACTORS[,USER_IDS,ITEM_IDS]`` (repeatable), added to
+    ``runs`` as tables of files (the config's form of a factor-model run)."""
+    for spec in specs:
+        name, sep, paths = spec.partition("=")
+        files = [p.strip() for p in paths.split(",")]
+        if not sep or not name.strip() or len(files) not in (2, 4) or not all(files):
+            msg = (
+                "--factors must be NAME=USER_FACTORS,ITEM_FACTORS or NAME=USER_FACTORS,"
+                f"ITEM_FACTORS,USER_IDS,ITEM_IDS (e.g. --factors als=U.npy,I.npy); got {spec!r}."
+            )
+            raise InputError(msg)
+        if name.strip() in runs:
+            msg = f"--run and --factors names must be unique; {name.strip()!r} is given twice."
+            raise InputError(msg)
+        runs[name.strip()] = dict(zip(_FACTOR_FILES, map(Path, files), strict=False))
+
+
+def _runs(
+    specs: list[str] | None, recs: Path | None = None, factors: list[str] | None = None
+) -> dict[str, Any]:
+    """``--run NAME=PATH`` (repeatable), ``--recs PATH`` (named by the file stem) and
+    ``--factors NAME=FILES`` (a table of the model's files)."""
+    runs: dict[str, Any] = {}
     for spec in specs or []:
         name, sep, path = spec.partition("=")
         if not sep or not name.strip() or not path.strip():
@@ -169,6 +207,7 @@ def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
             msg = f"--recs {str(recs)!r} is named {recs.stem!r}, which a --run already uses."
             raise InputError(msg)
         runs[recs.stem] = recs
+    _factor_runs(factors or [], runs)
     if not runs:
         msg = "missing --run NAME=PATH (repeat it for each model) or --recs PATH."
         raise InputError(msg)
@@ -178,16 +217,21 @@ def _runs(specs: list[str] | None, recs: Path | None = None) -> dict[str, Path]:
 def _check_output(
     output: Path | None,
     truth: Path,
-    runs: dict[str, Path],
+    runs: dict[str, Any],
     options: dict[str, Any],
     config: Path | None = None,
 ) -> None:
     """Refuse an output path that names an input file (or the config file), before any work
-    (it would be lost)."""
+    (it would be lost), and inputs or outputs that are pipes or devices."""
     inputs: dict[str, Any] = {"--truth": truth, "--config": config}
-    inputs.update({f"--run {name}": path for name, path in runs.items()})
+    for name, run in runs.items():
+        if isinstance(run, dict):  # a factor model's files
+            inputs.update({f"--factors {name} ({key})": path for key, path in run.items()})
+        else:
+            inputs[f"--run {name}"] = run
     inputs.update({f"--{key}": options.get(key) for key in ("train", "items")})
-    check_outputs({"--output": output}, inputs)
+    inputs.update({f"--{key}": options.get(key) for key in ("exclude", "candidates")})
+    check_paths({"--output": output}, inputs)
 
 
 def _print_comparison(cmp: Comparison, fmt: CompareFormat) -> None:
@@ -298,17 +342,22 @@ def _write_output(cmp: Comparison, path: Path) -> None:
 
 
 def _settings(
-    command: str, config: Path | None, flags: dict[str, Any], run: list[str] | None
+    command: str,
+    config: Path | None,
+    flags: dict[str, Any],
+    run: list[str] | None,
+    factors: list[str] | None = None,
 ) -> dict[str, Any]:
     """The settings of ``compare`` or ``report``: the defaults, then the config file, then the
-    flags given (``flags``: None where not given; ``--run`` replaces the config's runs)."""
+    flags given (``flags``: None where not given; ``--run`` and ``--factors`` replace the
+    config's runs)."""
 
     settings: dict[str, Any] = {**_DEFAULTS, **_COMMAND_DEFAULTS[command]}
     if config is not None:
         settings.update(load_config(config, COMPARE_KEYS if command == "compare" else REPORT_KEYS))
     settings.update({k: v for k, v in flags.items() if v is not None})
-    if run:
-        settings["runs"] = _runs(run)
+    if run or factors:
+        settings["runs"] = _runs(run, factors=factors)
     needed = [("truth", "--truth", "'truth'"), ("runs", "--run NAME=PATH", "a [runs] table")]
     if command == "report":
         needed.append(("output", "--output", "'output'"))
@@ -319,6 +368,56 @@ def _settings(
     if settings["correction"] == CorrectionOpt.none.value:
         settings["correction"] = None
     return settings
+
+
+_MODEL_OPTIONS = {
+    "exclude": "--exclude", "candidates": "--candidates", "similarity": "--similarity",
+    "device": "--device", "block_memory": "--block-memory",
+}  # fmt: skip
+
+
+def _models(runs: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """``runs`` with each factor-model run (a table of files) read into a
+    :class:`receval.FactorModel` by the code path of ``receval evaluate --user-factors``
+    (:func:`~receval.cli.model_io.factor_model`); the model options (``exclude``,
+    ``candidates``, ...) popped from ``settings`` and, for ``exclude``, ``candidates`` and
+    ``block_memory``, put back as evaluate's keywords.
+
+    ``compare`` evaluates every run with the same options, and evaluate takes ``exclude=``
+    for a model only (a table of recommendations is filtered by whoever made it): the model
+    options need every run to be a factor model."""
+    given = [k for k in _MODEL_OPTIONS if settings.get(k) is not None]
+    models = [name for name, run in runs.items() if isinstance(run, dict)]
+    tables = [name for name in runs if name not in models]
+    if given and (tables or not models):
+        first = _MODEL_OPTIONS[given[0]]
+        if not models:
+            msg = (
+                f"{first} applies to factor-model runs (--factors NAME=U,I); every run here "
+                "is a table of recommendations: filter those files instead."
+            )
+        else:
+            msg = (
+                f"{first} applies to factor-model runs, and run(s) {', '.join(map(repr, tables))} "
+                "are tables of recommendations, which every run's options would reach: give "
+                f"every run as --factors, or leave {first} out and filter the tables (and "
+                "score the models with candidates or exclude built into their files)."
+            )
+        raise InputError(msg)
+    common: dict[str, Any] = {
+        k: settings[k] for k in ("user_col", "item_col", "id_type") if k in settings
+    }
+    model_settings = {k: settings.pop(k) for k in given}
+    out = dict(runs)
+    for name in models:
+        spec = {**runs[name], **common}
+        spec.update({k: model_settings[k] for k in ("similarity", "device") if k in model_settings})
+        with about(f"--factors {name}"):
+            out[name] = factor_model(spec)
+    keys = ("exclude", "candidates", "block_memory")
+    keywords: dict[str, Any] = {k: model_settings[k] for k in keys if k in model_settings}
+    settings.update(model_options({**keywords, **common}))
+    return out
 
 
 def _compare_format(value: Any) -> CompareFormat:
@@ -337,6 +436,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         _check_output(output, truth, runs, settings, config)
         if settings.get("segments") is not None:
             settings["segments"] = segment_specs(settings["segments"])
+        runs = _models(runs, settings)
         return compare(truth, runs, settings.pop("metrics"), progress=progress, **settings)
 
     def flags_of(
@@ -367,6 +467,7 @@ def register_compare_commands(app: typer.Typer) -> None:
     def compare_cmd(
         truth: Annotated[Path | None, truth_opt] = None,
         run: Annotated[list[str] | None, run_opt] = None,
+        factors: Annotated[list[str] | None, factors_opt] = None,
         metric: Annotated[list[str] | None, metric_opt] = None,
         config: Annotated[Path | None, config_opt] = None,
         baseline: BaselineOpt = None,
@@ -379,7 +480,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         permutations: PermutationsOpt = None,
         seed: SeedOpt = None,
         fmt: Annotated[
-            CompareFormat | None, typer.Option("--format", help="Output format \\[default: table].")
+            CompareFormat | None, typer.Option("--format", help="Output format [default: table].")
         ] = None,
         output: Annotated[
             Path | None,
@@ -404,6 +505,11 @@ def register_compare_commands(app: typer.Typer) -> None:
         input_format: InputFormatOpt = None,
         columns: ColumnsOpt = None,
         segments: SegmentsOpt = None,
+        exclude: ExcludeOpt = None,
+        candidates: CandidatesOpt = None,
+        similarity: SimilarityOpt = None,
+        device: DeviceOpt = None,
+        block_memory: BlockMemoryOpt = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         options = evaluate_options(
@@ -414,9 +520,12 @@ def register_compare_commands(app: typer.Typer) -> None:
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip
+        flags.update(exclude=exclude, candidates=candidates, device=device,
+                     similarity=similarity.value if similarity else None,
+                     block_memory=block_memory)  # fmt: skip
         flags["format"] = fmt.value if fmt else None
         try:
-            settings = _settings("compare", config, flags, run)
+            settings = _settings("compare", config, flags, run, factors)
             out_format = _compare_format(settings.pop("format"))
             out_path = settings.get("output")
             cmp = run_compare(settings, config, progress)
@@ -433,6 +542,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             Path | None, typer.Option("--output", "-o", help="The .html file to write.")
         ] = None,
         run: Annotated[list[str] | None, run_opt] = None,
+        factors: Annotated[list[str] | None, factors_opt] = None,
         metric: Annotated[list[str] | None, metric_opt] = None,
         config: Annotated[Path | None, config_opt] = None,
         baseline: BaselineOpt = None,
@@ -445,14 +555,14 @@ def register_compare_commands(app: typer.Typer) -> None:
         permutations: PermutationsOpt = None,
         seed: SeedOpt = None,
         title: Annotated[
-            str | None, typer.Option(help="Report title \\[default: receval comparison].")
+            str | None, typer.Option(help="Report title [default: receval comparison].")
         ] = None,
         curves: Annotated[
             bool | None,
             typer.Option(
                 help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
                 "cutoff, and ROC curves when a classification metric is compared "
-                "\\[default: curves]."
+                "[default: curves]."
             ),
         ] = None,
         progress: ProgressOpt = True,
@@ -472,6 +582,11 @@ def register_compare_commands(app: typer.Typer) -> None:
         input_format: InputFormatOpt = None,
         columns: ColumnsOpt = None,
         segments: SegmentsOpt = None,
+        exclude: ExcludeOpt = None,
+        candidates: CandidatesOpt = None,
+        similarity: SimilarityOpt = None,
+        device: DeviceOpt = None,
+        block_memory: BlockMemoryOpt = None,
     ) -> None:
         """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
         options = evaluate_options(
@@ -482,9 +597,12 @@ def register_compare_commands(app: typer.Typer) -> None:
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
                          resamples, permutations, seed, output, options)  # fmt: skip
+        flags.update(exclude=exclude, candidates=candidates, device=device,
+                     similarity=similarity.value if similarity else None,
+                     block_memory=block_memory)  # fmt: skip
         flags.update({"title": title, "curves": curves})
         try:
-            settings = _settings("report", config, flags, run)
+            settings = _settings("report", config, flags, run, factors)
             title_text, with_curves = settings.pop("title"), settings.pop("curves")
             out_path = settings["output"]
             cmp = run_compare(settings, config, progress)
@@ -496,6 +614,7 @@ def register_compare_commands(app: typer.Typer) -> None:
     plot_app = typer.Typer(
         help="Plots: roc, pr, metric-at-k, per-user (PNG, SVG or PDF by the suffix of -o).",
         no_args_is_help=True,
+        rich_markup_mode=None,  # plain help, as the app's
     )
     app.add_typer(plot_app, name="plot")
 

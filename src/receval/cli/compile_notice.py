@@ -11,6 +11,7 @@ process. Listening for that event tells, at no cost and without guessing from th
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -73,16 +74,27 @@ def watch_compiles(
         yield watch
 
 
+_TOLD: weakref.WeakSet[Console] = weakref.WeakSet()  # consoles that printed the plain line
+
+
 @contextmanager
 def compile_notice(console: Console) -> Iterator[None]:
-    """While Numba compiles within the block, show :data:`MESSAGE` with a spinner on
-    ``console`` (transient: it disappears when compiling stops).
+    """While Numba compiles within the block, tell so on ``console``.
 
-    Nothing is shown when no kernel is compiled (a warm run: every kernel is cached) or when
-    ``console`` is not a terminal, so redirected output and scripts never see it.
+    On a terminal: :data:`MESSAGE` with a spinner, transient (it disappears when compiling
+    stops). Otherwise (redirected to a file, a pipe, CI logs): :data:`MESSAGE` as one plain
+    line when compiling starts, once per console, so a log says why a first run is slow.
+    Nothing is shown when no kernel is compiled (a warm run: every kernel is cached).
     """
     if not console.is_terminal:
-        yield
+
+        def tell() -> None:
+            if console not in _TOLD:
+                _TOLD.add(console)
+                console.print(MESSAGE, markup=False, highlight=False, soft_wrap=True)
+
+        with watch_compiles(tell):
+            yield
         return
     status = console.status(MESSAGE, spinner="dots")
     try:

@@ -40,7 +40,9 @@ columns, or segment files (relative to the config file, like every path).
 ``recs`` and ``per_user``) plus the comparison's: ``runs`` (a table NAME = PATH, in order),
 ``baseline``, ``test``, ``correction``, ``alpha``, ``confidence``, ``ci``, ``n_resamples``,
 ``n_permutations``, ``seed`` and ``output``, with ``format`` (compare) or ``title`` and
-``curves`` (report).
+``curves`` (report). A run may be a factor model, ``als = { user_factors = "U.npy",
+item_factors = "I.npy" }`` (``user_ids``, ``item_ids`` optional), with the model keys
+``exclude``, ``candidates``, ``similarity``, ``device`` and ``block_memory``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from receval._errors import InputError
+from receval.cli.common import check_regular_input
 from receval.data.io import check_columns, check_input_format
 
 __all__ = ["COMPARE_KEYS", "CONFIG_KEYS", "REPORT_KEYS", "SPLIT_KEYS", "TOPK_KEYS", "load_config"]
@@ -96,9 +99,11 @@ _FLAG_NAMES = {
     "recs": "runs", "run": "runs", "resamples": "n_resamples", "permutations": "n_permutations",
     "metric": "metrics", "threshold": "relevance_threshold",
 }  # fmt: skip
-COMPARE_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "format")
+# the options of the factor-model runs of compare and report (their files are in runs)
+_COMPARE_MODEL = ("similarity", "device", "exclude", "candidates", "block_memory")
+COMPARE_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, *_COMPARE_MODEL, "format")
 """The keys of ``receval compare --config``."""
-REPORT_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, "title", "curves")
+REPORT_KEYS = (*_EVALUATE_OPTIONS, *_COMPARISON, *_COMPARE_MODEL, "title", "curves")
 """The keys of ``receval report --config``."""
 TOPK_KEYS = (*_MODEL, "k", "users", "output", "user_col", "item_col", "id_type")
 """The keys of ``receval topk --config``."""
@@ -132,6 +137,7 @@ def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[s
         Key -> checked value; paths (and the paths of ``runs``) relative to the file's folder.
     """
     source = Path(path)
+    check_regular_input("--config", source)  # a FIFO would block the read until a writer came
     try:
         text = source.read_text(encoding="utf-8")
     except OSError as exc:
@@ -171,6 +177,20 @@ def load_config(path: str | Path, keys: tuple[str, ...] = CONFIG_KEYS) -> dict[s
     return settings
 
 
+_MODEL_FILES = ("user_factors", "item_factors", "user_ids", "item_ids")
+
+
+def _is_model(run: Any) -> bool:
+    """Whether a ``runs`` value is a factor model's table of files: user_factors and
+    item_factors, user_ids and item_ids optional, each a path."""
+    return (
+        isinstance(run, dict)
+        and {"user_factors", "item_factors"} <= set(run)
+        and set(run) <= set(_MODEL_FILES)
+        and all(isinstance(v, str) and v.strip() for v in run.values())
+    )
+
+
 def _path(source: Path, value: str) -> Path:
     path = Path(value).expanduser()
     return path if path.is_absolute() else source.parent / path
@@ -189,16 +209,24 @@ def _check(source: Path, key: str, value: Any) -> Any:
         table = (
             isinstance(value, dict)
             and value
-            and all(isinstance(p, str) and p.strip() for p in value.values())
+            and all((isinstance(p, str) and p.strip()) or _is_model(p) for p in value.values())
             and all(n.strip() for n in value)
         )
         if not table:
             msg = (
                 f"{where} must be a non-empty table NAME = PATH (e.g. [runs] pop = "
-                f'"runs/pop.parquet"); got {value!r}.'
+                f'"runs/pop.parquet"), or NAME = a factor model {{ user_factors = PATH, '
+                f"item_factors = PATH }} (user_ids and item_ids optional); got {value!r}."
             )
             raise InputError(msg)
-        return {name.strip(): _path(source, p.strip()) for name, p in value.items()}
+        return {
+            name.strip(): (
+                {k: _path(source, v) for k, v in run.items()}
+                if isinstance(run, dict)
+                else _path(source, run.strip())
+            )
+            for name, run in value.items()
+        }
     if key in _INTEGERS:
         if isinstance(value, bool) or not isinstance(value, int):
             msg = f"{where} must be an integer; got {value!r}."

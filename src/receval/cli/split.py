@@ -23,11 +23,10 @@ import typer
 from rich.table import Table
 
 from receval._errors import InputError, RecevalError, check_choice
-from receval.cli.common import err, out
+from receval.cli.common import check_paths, err, out
 from receval.cli.common import fail as _fail
 from receval.cli.config import SPLIT_KEYS, load_config
 from receval.data.audit import SplitAudit, audit_split
-from receval.data.io import check_outputs
 from receval.data.split import split
 
 __all__ = ["LEAK_EXIT", "register_split_commands"]
@@ -94,12 +93,12 @@ class AuditFormat(StrEnum):
     json = "json"
 
 
-UserOpt = Annotated[str | None, typer.Option(help="User id column \\[default: user].")]
-ItemOpt = Annotated[str | None, typer.Option(help="Item id column \\[default: item].")]
-TimeOpt = Annotated[str | None, typer.Option(help="Timestamp column \\[default: timestamp].")]
+UserOpt = Annotated[str | None, typer.Option(help="User id column [default: user].")]
+ItemOpt = Annotated[str | None, typer.Option(help="Item id column [default: item].")]
+TimeOpt = Annotated[str | None, typer.Option(help="Timestamp column [default: timestamp].")]
 FormatOpt = Annotated[
     AuditFormat | None,
-    typer.Option("--format", help="How the audit is printed \\[default: table]."),
+    typer.Option("--format", help="How the audit is printed [default: table]."),
 ]
 InputFormatOpt = Annotated[
     str | None,
@@ -197,7 +196,7 @@ def register_split_commands(app: typer.Typer) -> None:
             str | None, typer.Option(help="temporal_global: rows at or after this are dropped.")
         ] = None,
         k: Annotated[
-            int | None, typer.Option("--k", help="kfold_user: folds \\[default: 5].")
+            int | None, typer.Option("--k", help="kfold_user: folds [default: 5].")
         ] = None,
         by: Annotated[
             Order | None,
@@ -214,18 +213,18 @@ def register_split_commands(app: typer.Typer) -> None:
             typer.Option(help="temporal_global: validation is this time <= t < --cutoff."),
         ] = None,
         seed: Annotated[
-            int | None, typer.Option(help="Seed of the random keys \\[default: 0].")
+            int | None, typer.Option(help="Seed of the random keys [default: 0].")
         ] = None,
         ties: Annotated[
             TiesOpt | None,
             typer.Option(
-                help="Timestamps tied at the cut: random (seeded) or together \\[default: random]."
+                help="Timestamps tied at the cut: random (seeded) or together [default: random]."
             ),
         ] = None,
         duplicates: Annotated[
             DuplicatesOpt | None,
             typer.Option(
-                help="Repeated (user, item) pairs: first, last, keep or raise \\[default: first]."
+                help="Repeated (user, item) pairs: first, last, keep or raise [default: first]."
             ),
         ] = None,
         min_user_interactions: Annotated[
@@ -237,14 +236,14 @@ def register_split_commands(app: typer.Typer) -> None:
         short_users: Annotated[
             ShortOpt | None,
             typer.Option(
-                help="Users too short for the holdout: train, drop or raise \\[default: train]."
+                help="Users too short for the holdout: train, drop or raise [default: train]."
             ),
         ] = None,
         drop_cold: Annotated[
             ColdOpt | None,
             typer.Option(
                 help="Drop test rows whose user / item has no train row: none, "
-                "users, items or both \\[default: none]."
+                "users, items or both [default: none]."
             ),
         ] = None,
         user_col: UserOpt = None,
@@ -286,7 +285,7 @@ def register_split_commands(app: typer.Typer) -> None:
             check_choice("format", out_format, tuple(AuditFormat))
             source, folder = Path(settings.pop("input")), Path(settings.pop("out_dir"))
             outputs = {f"--out-dir {name}": folder / name for name in _file_names(settings)}
-            check_outputs(outputs, {"INPUT": source, "--config": config})
+            check_paths(outputs, {"INPUT": source, "--config": config})
             result = split(source, settings.pop("method"), **settings)
             written = result.write(folder)
         except (RecevalError, OSError) as exc:
@@ -313,11 +312,11 @@ def register_split_commands(app: typer.Typer) -> None:
         time_col: TimeOpt = None,
         relevance_col: Annotated[
             str | None,
-            typer.Option(help="Relevance column of test \\[default: every row relevant]."),
+            typer.Option(help="Relevance column of test [default: every row relevant]."),
         ] = None,
         threshold: Annotated[
             float | None,
-            typer.Option("--relevance-threshold", help="Relevant when >= this \\[default: 1]."),
+            typer.Option("--relevance-threshold", help="Relevant when >= this [default: 1]."),
         ] = None,
         input_format: InputFormatOpt = None,
         id_type: IdTypeOpt = None,
@@ -331,6 +330,7 @@ def register_split_commands(app: typer.Typer) -> None:
             "input_format": input_format, "validation": validation, "id_type": id_type,
         }  # fmt: skip
         try:
+            check_paths({}, {"TRAIN": train, "TEST": test, "--validation": validation})
             audit = audit_split(train, test, **{k: v for k, v in options.items() if v is not None})
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
