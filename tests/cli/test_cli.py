@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 from typer.testing import CliRunner
 
 import receval
-from receval.cli import DEFAULT_METRICS, DEMO_BEYOND, DEMO_CASCADE, app
+from receval.cli import _demo_metrics, app
 
 runner = CliRunner()
 
@@ -331,8 +331,9 @@ def test_metrics_json() -> None:
 def test_demo_prints_every_default_metric() -> None:
     code, out, err = cli("demo", "--users", "500")
     assert code == 0, err
+    assert "look cut" not in err  # the demo names its top-100 lists' cutoff (mrr@100)
     lines = out.splitlines()
-    for m in DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND:
+    for m in _demo_metrics(100):
         row = [line for line in lines if f" {m} " in line]
         assert len(row) == 1, (m, out)
         value = float(row[0].split("│")[2])  # │ metric │ value │ details │
@@ -358,7 +359,8 @@ def test_demo_json_holds_ranking_and_beyond_metrics() -> None:
     code, out, err = cli("demo", "--users", "200", "--recs", "20", "--format", "json")
     assert code == 0, err
     doc = json.loads(out)
-    assert list(doc["metrics"]) == DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND
+    assert list(doc["metrics"]) == _demo_metrics(20)
+    assert "mrr@20" in doc["metrics"] and "mrr" not in doc["metrics"]
     assert doc["details"]["coverage@10"]["catalog"] == "items"  # the generated item table
     assert 0.0 < doc["metrics"]["coverage@10"] <= 1.0
 

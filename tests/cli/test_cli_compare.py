@@ -190,7 +190,7 @@ def test_compare_prints_a_truth_warning_once(tmp_path: Path, files: dict[str, Pa
     truth = tmp_path / "rated.parquet"
     pl.read_parquet(files["truth"]).rename({"relevance": "rating"}).write_parquet(truth)
     args = ["compare", "--truth", str(truth), "--run", f"pop={files['a']}", "--run",
-            f"knn={files['b']}", "--run", f"third={files['a']}", "-m", "mrr", "--resamples",
+            f"knn={files['b']}", "--run", f"third={files['a']}", "-m", "mrr@20", "--resamples",
             "50", "--no-progress"]  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from receval.cli import main; "
@@ -333,3 +333,30 @@ def test_model_options_need_a_factor_run(files: dict[str, Path], models: dict[st
                               "mrr", "--no-progress"])  # fmt: skip
     assert out.exit_code == 2
     assert "--exclude applies to factor-model runs (--factors NAME=U,I)" in out.stderr
+
+
+def test_compare_on_common_users(tmp_path: Path) -> None:
+    # issue #29 item 6: --users common evaluates each run on the users every run can score
+    truth = pl.DataFrame({"user": [0, 0, 1, 2, 3], "item": [1, 2, 2, 0, 1]})
+    pop = pl.DataFrame({"user": [0, 1, 2, 3] * 2, "item": [1, 1, 1, 1, 2, 2, 2, 2],
+                        "score": [2.0] * 4 + [1.0] * 4})  # fmt: skip
+    half = pop.filter(pl.col("user") < 2)
+    paths = {}
+    for name, frame in {"truth": truth, "pop": pop, "half": half}.items():
+        paths[name] = tmp_path / f"{name}.parquet"
+        frame.write_parquet(paths[name])
+    result = CliRunner().invoke(app, [
+        "compare", "--truth", str(paths["truth"]), "--run", f"pop={paths['pop']}",
+        "--run", f"half={paths['half']}", "-m", "mrr@2", "--format", "json", "--users", "common",
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    want = receval.compare(truth, {"pop": pop, "half": half}, "mrr@2", users="common")
+    assert doc["settings"]["users"] == want.settings["users"] == {
+        "users": "common", "truth_users": 4, "evaluated": 2, "left_out": 2,
+        "left_out_by_run": {"pop": 0, "half": 2},
+    }  # fmt: skip
+    pop_run = f"pop={paths['pop']}"
+    args = ["compare", "--truth", str(paths["truth"]), "--run", pop_run, "-m", "mrr@2"]
+    bad = CliRunner().invoke(app, [*args, "--users", "some"])
+    assert bad.exit_code == 2 and "users must be one of" in bad.output

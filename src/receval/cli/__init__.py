@@ -753,7 +753,7 @@ def demo_cmd(
         start = time.perf_counter()
         with compile_notice(err):
             res = evaluate(
-                data.truth, recs, metric or DEFAULT_METRICS + DEMO_CASCADE + DEMO_BEYOND,
+                data.truth, recs, metric or _demo_metrics(recs_per_user),
                 ties=ties.value, train=train, items=items, item_features="embedding",
             )  # fmt: skip
         seconds = time.perf_counter() - start
@@ -766,6 +766,14 @@ def demo_cmd(
             f"{save / 'recs.parquet'} --train {save / 'train.parquet'} -m ndcg@10 -m novelty@10",
             highlight=False,
         )
+
+
+def _demo_metrics(k: int) -> list[str]:
+    """The demo's default metrics: its lists are a model's top ``k``, so a metric without a
+    cutoff is named at ``k`` (``mrr@100``: what a top-K table can give; receval warns when a
+    table's lists look cut under a full metric's name)."""
+    named = [f"{m}@{k}" if "@" not in m else m for m in DEFAULT_METRICS]
+    return named + DEMO_CASCADE + DEMO_BEYOND
 
 
 def _demo_train(truth: pl.DataFrame, train: pl.DataFrame) -> pl.DataFrame:

@@ -155,6 +155,13 @@ SeedOpt = Annotated[
     int | None, typer.Option(help="Seed of the bootstrap and permutations [default: 0].")
 ]
 ProgressOpt = Annotated[bool, typer.Option(help="Progress on stderr.")]
+UsersOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="'all' (every truth user) or 'common' (only the users every run can score; "
+        "those left out are counted) [default: all]."
+    ),
+]
 
 _DEFAULTS: dict[str, Any] = {
     "metrics": _COMPARE_METRICS, "test": "paired_t", "correction": "holm", "alpha": 0.05,
@@ -510,6 +517,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         similarity: SimilarityOpt = None,
         device: DeviceOpt = None,
         block_memory: BlockMemoryOpt = None,
+        users: UsersOpt = None,
     ) -> None:
         """Compare models on the same truth: means, intervals, paired tests."""
         options = evaluate_options(
@@ -522,7 +530,7 @@ def register_compare_commands(app: typer.Typer) -> None:
                          resamples, permutations, seed, output, options)  # fmt: skip
         flags.update(exclude=exclude, candidates=candidates, device=device,
                      similarity=similarity.value if similarity else None,
-                     block_memory=block_memory)  # fmt: skip
+                     block_memory=block_memory, users=users)  # fmt: skip
         flags["format"] = fmt.value if fmt else None
         try:
             settings = _settings("compare", config, flags, run, factors)
@@ -587,6 +595,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         similarity: SimilarityOpt = None,
         device: DeviceOpt = None,
         block_memory: BlockMemoryOpt = None,
+        users: UsersOpt = None,
     ) -> None:
         """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
         options = evaluate_options(
@@ -599,7 +608,7 @@ def register_compare_commands(app: typer.Typer) -> None:
                          resamples, permutations, seed, output, options)  # fmt: skip
         flags.update(exclude=exclude, candidates=candidates, device=device,
                      similarity=similarity.value if similarity else None,
-                     block_memory=block_memory)  # fmt: skip
+                     block_memory=block_memory, users=users)  # fmt: skip
         flags.update({"title": title, "curves": curves})
         try:
             settings = _settings("report", config, flags, run, factors)

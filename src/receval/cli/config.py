@@ -92,7 +92,7 @@ _INTEGERS = ("n_resamples", "n_permutations", "seed", "k", "min_user_interaction
              "min_item_interactions")  # fmt: skip
 _COMPARISON = (
     "runs", "baseline", "test", "correction", "alpha", "confidence", "ci", "n_resamples",
-    "n_permutations", "seed", "output",
+    "n_permutations", "seed", "output", "users",
 )  # fmt: skip
 # names a newcomer may write (the command line's) -> the key
 _FLAG_NAMES = {
