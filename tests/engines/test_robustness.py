@@ -37,11 +37,12 @@ import receval
 from receval.cli import app
 
 METRICS = ["ndcg@3", "map", "mrr", "recall@2", "precision@2", "hit_rate@1"]
-SETTINGS = settings(
-    max_examples=60,
+# the sections' common settings (each sets its own number of examples)
+ROBUST = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+SETTINGS = settings(ROBUST, max_examples=60)
 
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 CONTAINERS = ["dict", "polars", "lazy", "pandas", "arrow", "parquet", "csv"]
@@ -267,11 +268,7 @@ def test_every_container_and_dtype(
     assert _summary(got) == _summary(canonical)
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=25)
 @given(data=st.data(), pair=tables())
 def test_command_line_never_shows_a_traceback(
     data: st.DataObject, pair: tuple[Table, Table], tmp_path_factory: pytest.TempPathFactory
@@ -315,11 +312,7 @@ def test_command_line_never_shows_a_traceback(
 # from what was accepted keeps each mean the mean of its own per-user values.
 
 EV_METRICS = ["recall@2", "ndcg@3", "precision@1"]
-EV_SETTINGS = settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+EV_SETTINGS = settings(ROBUST, max_examples=25)
 EV_ID = st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"]))
 
 
@@ -532,11 +525,7 @@ def _check_latex(text: str, n_models: int, n_metrics: int) -> None:
         assert row[0] not in "[*", row
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=30)
 @given(
     names=st.lists(HOSTILE_NAMES, min_size=2, max_size=3, unique=True),
     labels=st.none() | st.lists(HOSTILE_NAMES, min_size=2, max_size=2),
@@ -581,11 +570,7 @@ def test_report_writers_print_names_as_text(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=15,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=15)
 @given(
     names=st.lists(HOSTILE_NAMES, min_size=2, max_size=3, unique=True),
     file=st.text(alphabet=st.sampled_from(list("ab <>&|*[]()`~$#%{}!\"'=:\n\té😀")), max_size=8),
@@ -845,11 +830,7 @@ def split_calls(draw: st.DrawFn) -> tuple[str, dict[str, Any], bool]:
     return method, options, good
 
 
-@settings(
-    max_examples=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=40)
 @given(data=st.data())
 def test_split_bad_input_is_a_receval_error(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -858,11 +839,7 @@ def test_split_bad_input_is_a_receval_error(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=600,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=600)
 @given(data=st.data())
 def test_split_bad_input_is_a_receval_error_many(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -908,11 +885,7 @@ def _check_split(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) 
     assert isinstance(again, receval.SplitAudit), again
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=30)
 @given(data=st.data())
 def test_audit_split_bad_input_is_a_receval_error(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -921,11 +894,7 @@ def test_audit_split_bad_input_is_a_receval_error(
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=400)
 @given(data=st.data())
 def test_audit_split_bad_input_is_a_receval_error_many(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -961,22 +930,14 @@ SAMPLING_VALUES: dict[str, list[Any]] = {
 }
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=30)
 @given(data=st.data())
 def test_sampling_bad_input_is_a_receval_error(data: st.DataObject) -> None:
     _check_sampling(data)
 
 
 @pytest.mark.slow
-@settings(
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+@settings(ROBUST, max_examples=400)
 @given(data=st.data())
 def test_sampling_bad_input_is_a_receval_error_many(data: st.DataObject) -> None:
     _check_sampling(data)
@@ -1059,11 +1020,7 @@ def _one_line_or_success(result: Any) -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
 
 
-_CLI_SETTINGS = settings(
-    max_examples=20,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-)
+_CLI_SETTINGS = settings(ROBUST, max_examples=20)
 
 
 @_CLI_SETTINGS

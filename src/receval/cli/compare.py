@@ -460,9 +460,13 @@ def register_compare_commands(app: typer.Typer) -> None:
         seed: int | None,
         output: Path | None,
         options: dict[str, Any],
+        model: dict[str, Any],
     ) -> dict[str, Any]:
-        """The flags of compare and report under their config keys (None: not given)."""
-        return {
+        """The flags of compare and report under their config keys (None: not given);
+        ``model``: the factor-model runs' options and ``users``, as the command got them."""
+        similarity = model.pop("similarity")
+        model["similarity"] = similarity.value if similarity else None
+        return {**model,
             "truth": truth, "metrics": metric or None, "baseline": baseline,
             "test": test.value if test else None,
             "correction": correction.value if correction else None, "alpha": alpha,
@@ -527,10 +531,10 @@ def register_compare_commands(app: typer.Typer) -> None:
             id_type=id_type, input_format=input_format, columns=columns, segments=segments,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
-                         resamples, permutations, seed, output, options)  # fmt: skip
-        flags.update(exclude=exclude, candidates=candidates, device=device,
-                     similarity=similarity.value if similarity else None,
-                     block_memory=block_memory, users=users)  # fmt: skip
+                         resamples, permutations, seed, output, options,
+                         {"exclude": exclude, "candidates": candidates, "device": device,
+                          "similarity": similarity, "block_memory": block_memory,
+                          "users": users})  # fmt: skip
         flags["format"] = fmt.value if fmt else None
         try:
             settings = _settings("compare", config, flags, run, factors)
@@ -605,10 +609,10 @@ def register_compare_commands(app: typer.Typer) -> None:
             id_type=id_type, input_format=input_format, columns=columns, segments=segments,
         )  # fmt: skip
         flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
-                         resamples, permutations, seed, output, options)  # fmt: skip
-        flags.update(exclude=exclude, candidates=candidates, device=device,
-                     similarity=similarity.value if similarity else None,
-                     block_memory=block_memory, users=users)  # fmt: skip
+                         resamples, permutations, seed, output, options,
+                         {"exclude": exclude, "candidates": candidates, "device": device,
+                          "similarity": similarity, "block_memory": block_memory,
+                          "users": users})  # fmt: skip
         flags.update({"title": title, "curves": curves})
         try:
             settings = _settings("report", config, flags, run, factors)
