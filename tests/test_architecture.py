@@ -1,7 +1,10 @@
 """The package's layering (docs/architecture.md): no import cycle, no module importing a layer
 above its own, no function-level import of a receval module (the way a cycle is dodged), and
-every module placed in a layer. The layers are read from pyproject.toml's import-linter
-contract, which import-linter itself also checks here."""
+every module placed in a layer, and the forbidden imports (the reports and plots import no
+computing module; a comparison's data imports no renderer). The layers and the forbidden
+imports are read from pyproject.toml's import-linter contracts, which import-linter itself
+also checks here. Imports under ``if TYPE_CHECKING:`` count: a type-level circle is a
+circle."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(receval.__file__).resolve().parent
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
 LAYERS: list[str] = next(c for c in CONFIG["contracts"] if c["type"] == "layers")["layers"]
+FORBIDDEN = [c for c in CONFIG["contracts"] if c["type"] == "forbidden"]
 # The package root and the modules that only re-export a public name sit above every layer.
 TOP = {"receval", "receval.plot", "receval.datasets", "receval._version"}
 # Function-level imports that are allowed: torch is optional, its scan imports it on use.
@@ -34,7 +38,7 @@ def layer_of(module: str) -> int | None:
 
 
 def graph() -> grimp.ImportGraph:
-    return grimp.build_graph("receval", exclude_type_checking_imports=True)
+    return grimp.build_graph("receval", exclude_type_checking_imports=False)
 
 
 def upward_imports(g: grimp.ImportGraph) -> list[tuple[str, str]]:
@@ -105,6 +109,34 @@ def test_the_checks_find_a_planted_violation() -> None:
     g.add_import(importer="receval.kernels.ranking", imported="receval.engines.local")
     assert ("receval.kernels.ranking", "receval.engines.local") in upward_imports(g)
     assert any("receval.kernels.ranking" in c and "receval.engines.local" in c for c in cycles(g))
+
+
+def forbidden_chains(g: grimp.ImportGraph) -> list[tuple[str, ...]]:
+    """Import chains, direct or not, from a source module of a forbidden contract to one of
+    its forbidden modules (or a module inside one)."""
+    found = []
+    for contract in FORBIDDEN:
+        for source in contract["source_modules"]:
+            for target in contract["forbidden_modules"]:
+                inside = {m for m in g.modules if m == target or m.startswith(target + ".")}
+                for module in sorted(inside):
+                    chain = g.find_shortest_chain(importer=source, imported=module)
+                    if chain is not None:
+                        found.append(tuple(chain))
+    return found
+
+
+def test_forbidden_imports_are_absent() -> None:
+    assert FORBIDDEN and forbidden_chains(graph()) == []
+
+
+def test_the_forbidden_check_finds_a_planted_import() -> None:
+    """A plot that imports evaluate, even through another module, breaks the contract."""
+    g = graph()
+    g.add_import(importer="receval.comparison.text", imported="receval.evaluation")
+    assert ("receval.comparison.plots", "receval.comparison.text", "receval.evaluation") in (
+        forbidden_chains(g)
+    )
 
 
 def test_every_module_has_a_layer() -> None:

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 import receval
+import receval.comparison.data
 from receval import InputError
 from receval.comparison.stats import bootstrap_ci, correct
 
@@ -152,7 +153,7 @@ def test_micro_average_is_mean_only() -> None:
     cmp = receval.compare(TRUTH, RUNS, ["recall(average=micro)@2", "recall@2"])
     row = cmp.cell("b", "recall(average=micro)@2")
     assert row["ci_low"] is None and row["p_value"] is None
-    assert row["note"] == receval.comparison.compare.NOTE_WEIGHTED
+    assert row["note"] == receval.comparison.data.NOTE_WEIGHTED
     assert row["mean"] == cmp.results["b"]["recall(average=micro)@2"]
     assert cmp.cell("b", "recall@2")["p_value"] is not None
     # the correction counts only the real tests (2 of them)

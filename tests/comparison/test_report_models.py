@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import receval
+import receval.comparison.curves
 import receval.comparison.report
 
 N_USERS, N_ITEMS = 30, 40
@@ -59,7 +60,9 @@ def test_roc_of_table_runs_beside_model_runs(setup: dict[str, Any], tmp_path: Pa
     table = receval.topk(setup["models"]["mf"], 10)
     runs = {"top10": table, "mf2": setup["models"]["mf2"]}
     cmp = receval.compare(setup["truth"], runs, ["gauc", "ndcg@5"], n_resamples=50)
-    figures = receval.comparison.report.curve_figures(cmp)
+    curves = receval.comparison.curves.report_curves(cmp)
+    assert curves is not None and curves.models == ("mf2",)
+    figures = receval.comparison.report.curve_figures(curves)
     assert list(figures) == ["ndcg@K, K = 1..5", "ROC curves"]
     labels = [t.get_text() for t in figures["ROC curves"].axes[0].get_legend().get_texts()]
     assert [label.split(" (")[0] for label in labels] == ["top10", "chance"]

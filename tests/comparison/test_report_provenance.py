@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import receval
+import receval.comparison.curves
 import receval.comparison.report
 from receval.cli import app
 
@@ -36,6 +37,12 @@ def data() -> receval.datasets.Interactions:
 
 def _shuffled(recs: pl.DataFrame) -> pl.DataFrame:
     return recs.with_columns(pl.col("score").shuffle(seed=1).over("user"))
+
+
+def _curves(cmp: receval.Comparison) -> receval.comparison.data.ReportCurves:
+    curves = receval.comparison.curves.report_curves(cmp)
+    assert curves is not None
+    return curves
 
 
 def _captions(text: str) -> list[str]:
@@ -74,7 +81,7 @@ def test_curves_are_the_metric_at_k_of_the_inputs(data: receval.datasets.Interac
     assert inputs is not None
     assert inputs["truth"] is data.truth and inputs["runs"]["model"] is data.recs
     assert inputs["options"] == {"ties": "first"}
-    figures = receval.comparison.report.curve_figures(cmp)
+    figures = receval.comparison.report.curve_figures(_curves(cmp))
     assert list(figures) == ["recall@K, K = 1..5", "ROC curves"]  # one curve per base metric
     expected = receval.plot.metric_at_k(data.truth, runs, "recall", ks=5, ties="first")
     got = figures["recall@K, K = 1..5"].axes[0].get_lines()
@@ -201,7 +208,7 @@ def test_comparison_without_inputs() -> None:
     """A Comparison built directly has no inputs: no curves, inputs 'not recorded'."""
     cmp = receval.compare({"u": {"a": 1}}, {"m": {"u": {"a": 1.0}}}, "ndcg@3", n_resamples=10)
     bare = receval.Comparison(cmp.table, cmp.results, cmp.baseline, cmp.metric_specs, cmp.settings)
-    assert bare.inputs is None and receval.comparison.report.curve_figures(bare) == {}
+    assert bare.inputs is None and receval.comparison.curves.report_curves(bare) is None
     facts = dict(receval.comparison.report.provenance(bare))
     assert facts["truth"] == "not recorded" and facts["run m"] == "not recorded"
 

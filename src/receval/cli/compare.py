@@ -53,9 +53,9 @@ from receval.cli.common import fail as _fail
 from receval.cli.common import out as _out
 from receval.cli.config import COMPARE_KEYS, REPORT_KEYS, load_config
 from receval.cli.model_io import factor_model, model_options
-from receval.comparison import plots as plot
 from receval.comparison.compare import compare
-from receval.comparison.plots import MAX_KS
+from receval.comparison.curves import MAX_KS, metric_at_k, pr, roc
+from receval.comparison.plots import per_user
 from receval.comparison.report import best_models, format_p, legend
 from receval.data.io import write_frame, write_text
 from receval.evaluation import evaluate
@@ -637,7 +637,7 @@ def register_compare_commands(app: typer.Typer) -> None:
         try:
             runs = _runs(run, recs)
             _check_output(output, truth, runs, options)
-            draw = plot.roc if which == "roc" else plot.pr
+            draw = roc if which == "roc" else pr
             draw(truth, runs, path=output, **options)
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
@@ -727,7 +727,7 @@ def register_compare_commands(app: typer.Typer) -> None:
                 raise InputError(msg)
             runs = _runs(run, recs)
             _check_output(output, truth, runs, options)
-            plot.metric_at_k(truth, runs, metric, ks=k, path=output, **options)
+            metric_at_k(truth, runs, metric, ks=k, path=output, **options)
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
         _out.print(f"wrote {output}", highlight=False)
@@ -770,7 +770,7 @@ def register_compare_commands(app: typer.Typer) -> None:
             results = {
                 name: evaluate(truth, path, metric, **options) for name, path in runs.items()
             }
-            plot.per_user(results, metric, kind=kind.value, path=output)
+            per_user(results, metric, kind=kind.value, path=output)
         except (RecevalError, OSError) as exc:
             raise _fail(exc) from None
         _out.print(f"wrote {output}", highlight=False)

@@ -25,8 +25,22 @@ from receval._errors import (
     check_choice,
     check_seed,
 )
-from receval.comparison import report
-from receval.comparison.report import html_tables, text_table, to_latex, to_markdown, write_html
+from receval.comparison.curves import report_curves
+from receval.comparison.data import (
+    NOTE_BASELINE,
+    NOTE_GLOBAL,
+    NOTE_WEIGHTED,
+    TABLE_SCHEMA,
+    ComparisonData,
+)
+from receval.comparison.report import (
+    check_html,
+    html_tables,
+    text_table,
+    to_latex,
+    to_markdown,
+    write_html,
+)
 from receval.comparison.stats import (
     MAX_PERMUTATIONS,
     CiMethod,
@@ -47,162 +61,15 @@ from receval.metrics.result import Result
 
 __all__ = ["Comparison", "compare"]
 
-_TEST_NAMES = {
-    "paired_t": "paired t test",
-    "wilcoxon": "Wilcoxon signed-rank test",
-    "randomization": "Fisher randomization test",
-}
-_CORRECTION_NAMES = {"holm": "Holm", "bonferroni": "Bonferroni", "bh": "Benjamini-Hochberg"}
-NOTE_BASELINE = "baseline"
-NOTE_GLOBAL = report.NOTE_GLOBAL
-NOTE_WEIGHTED = report.NOTE_WEIGHTED
 
-_SCHEMA = {
-    "model": pl.String,
-    "metric": pl.String,
-    "mean": pl.Float64,
-    "ci_low": pl.Float64,
-    "ci_high": pl.Float64,
-    "p_value": pl.Float64,
-    "p_adjusted": pl.Float64,
-    "significant": pl.Boolean,
-    "effect_size": pl.Float64,
-    "n_users": pl.Int64,
-    "n_paired": pl.Int64,
-    "note": pl.String,
-}
-
-
-class Comparison:
+class Comparison(ComparisonData):
     """Models compared on the same truth: the result of :func:`compare`.
 
-    Attributes
-    ----------
-    table:
-        One row per (model, metric), models in the order given, metrics in request order:
-        ``model``, ``metric``, ``mean`` (the model's mean, as :func:`receval.evaluate` reports
-        it), ``ci_low`` / ``ci_high`` (bootstrap interval of that mean), ``p_value`` (paired test
-        against the baseline), ``p_adjusted`` (after the correction), ``significant``
-        (``p_adjusted <= alpha``), ``effect_size`` (paired Cohen's d of model - baseline),
-        ``n_users`` (users with a value for this model), ``n_paired`` (users both the model and
-        the baseline have a value for) and ``note`` (why a cell is empty, users left unpaired).
-        Baseline rows and metrics without per-user values have null test columns.
-    results:
-        Model name -> its :class:`~receval.Result`.
-    baseline:
-        The baseline's name.
-    settings:
-        The options of the comparison (test, correction, alpha, confidence, ci, n_resamples,
-        n_permutations, seed) and of the evaluation.
-    inputs:
-        The truth and runs as given to :func:`compare` and the options passed to
-        :func:`receval.evaluate` (references, not copies), for the report's metric@K curves and
-        provenance; None when not known.
+    Its numbers are those of :class:`~receval.comparison.data.ComparisonData` (``table``,
+    ``results``, ``baseline``, ``settings``, ``inputs``, ``by_segment``; ``cell``,
+    ``to_dict``, ``to_json``: see there); this class adds the reports that render them:
+    Markdown, LaTeX, the HTML file, and the notebook and terminal views.
     """
-
-    def __init__(
-        self,
-        table: pl.DataFrame,
-        results: dict[str, Result],
-        baseline: str,
-        metrics: tuple[Metric, ...],
-        settings: dict[str, Any],
-        *,
-        inputs: Mapping[str, Any] | None = None,
-        by_segment: pl.DataFrame | None = None,
-    ) -> None:
-        self._by_segment = by_segment
-        self._table = table
-        self._results = results
-        self._baseline = baseline
-        self._metrics = metrics
-        self._settings = settings
-        self._inputs = inputs
-
-    @property
-    def table(self) -> pl.DataFrame:
-        """One row per (model, metric); see the class docstring."""
-        return self._table
-
-    @property
-    def by_segment(self) -> pl.DataFrame | None:
-        """With ``segments=``: the comparison in every segment (else None). The columns of
-        :attr:`table` after ``segmentation``, ``kind`` and ``segment``; each segment's runs are
-        tested against the baseline's in that segment, and the correction runs over every
-        test of this table together (all segments, models and metrics)."""
-        return self._by_segment
-
-    @property
-    def results(self) -> dict[str, Result]:
-        """Model name -> :class:`~receval.Result` of its evaluation."""
-        return dict(self._results)
-
-    @property
-    def baseline(self) -> str:
-        """The model every other model is tested against."""
-        return self._baseline
-
-    @property
-    def models(self) -> tuple[str, ...]:
-        """Model names, in the order given."""
-        return tuple(self._results)
-
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        """Canonical metric names, in request order."""
-        return tuple(m.canonical for m in self._metrics)
-
-    @property
-    def metric_specs(self) -> tuple[Metric, ...]:
-        """The parsed metrics (spec, parameters, cutoff), in request order."""
-        return self._metrics
-
-    @property
-    def settings(self) -> dict[str, Any]:
-        """Options of the comparison and of the evaluation."""
-        return dict(self._settings)
-
-    @property
-    def inputs(self) -> dict[str, Any] | None:
-        """``{"truth": ..., "runs": {name: ...}, "options": {...}}``: the truth and runs as
-        given to :func:`compare` (paths, DataFrames, dicts: the objects themselves, not copies)
-        and the options passed to :func:`receval.evaluate`; None when not known."""
-        return None if self._inputs is None else dict(self._inputs)
-
-    def cell(self, model: str, metric: str) -> dict[str, Any]:
-        """The table row of ``model`` and ``metric`` (any spelling of the metric) as a dict."""
-        key = parse_metric(metric).canonical
-        rows = self._table.filter((pl.col("model") == model) & (pl.col("metric") == key))
-        if rows.height == 0:
-            msg = f"no row for model {model!r} and metric {key!r}"
-            raise KeyError(msg)
-        return rows.row(0, named=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Everything in plain Python types (NaN as None): settings, models, metrics, rows and
-        each model's user counts."""
-        rows = [
-            {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
-            for row in self._table.iter_rows(named=True)
-        ]
-        return {
-            "baseline": self._baseline,
-            "models": list(self.models),
-            "metrics": list(self.metrics),
-            "settings": _jsonable(self._settings),
-            "rows": rows,
-            "counts": {name: res.counts.to_dict() for name, res in self._results.items()},
-            **({} if self._by_segment is None else {"by_segment": [
-                {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-                for r in self._by_segment.iter_rows(named=True)
-            ]}),
-        }  # fmt: skip
-
-    def to_json(self, *, indent: int | None = 2) -> str:
-        """:meth:`to_dict` as JSON."""
-        import json
-
-        return json.dumps(self.to_dict(), indent=indent)
 
     def to_markdown(self, *, digits: int = 4) -> str:
         """A Markdown report: means with intervals (best per metric in bold, significance
@@ -248,8 +115,10 @@ class Comparison:
         digits:
             Decimals of the means and p-values.
         """
+        target, digits = check_html(path, digits)  # before the curves evaluate the runs again
+        drawn = report_curves(self) if plots and curves else None
         return write_html(
-            self, path, plots=plots, curves=curves, title=title, figures=figures, digits=digits
+            self, target, plots=plots, curves=drawn, title=title, figures=figures, digits=digits
         )
 
     def _repr_html_(self) -> str:
@@ -392,7 +261,7 @@ def compare(
             results, plan, base, user_col, test=test, confidence=confidence, ci=ci,
             n_resamples=n_resamples, n_permutations=n_permutations, seed=seed,
         )  # fmt: skip
-    table = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
+    table = pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row")
     table = _adjusted(table, correction, alpha)
     by_segment = None
     if results[base].by_segment is not None:
@@ -468,7 +337,7 @@ def _segment_table(
         else:
             present = {model: p for model, p in parts.items() if p is not None}
             rows = _rows(present, metrics, base, user_col, **how)
-        frame = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
+        frame = pl.DataFrame(rows, schema=TABLE_SCHEMA, orient="row")
         frames.append(
             frame.select(
                 pl.lit(name, pl.String).alias("segmentation"),
@@ -666,18 +535,6 @@ def _intervals(
         for j, (low, high) in zip(cols, bounds, strict=True):
             out[j] = (float(low), float(high))
     return out
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
 
 
 @contextmanager

@@ -1,75 +1,53 @@
 """Plots of evaluations and comparisons, with matplotlib (a dependency of receval).
 
-Every function builds a :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no
-global state, no display needed), returns it, and also saves it when given ``path=`` (the
-format from the suffix: ``.png``, ``.svg``, ``.pdf``; written atomically). matplotlib is
-imported inside the functions, so ``import receval`` does not import it.
+Every function takes numbers and draws them: a comparison (:class:`receval.Comparison`),
+results, or the curves that :mod:`receval.comparison.curves` computes; none evaluates. Each
+builds a :class:`matplotlib.figure.Figure` directly (no ``pyplot``, no global state, no display
+needed), returns it, and also saves it when given ``path=`` (the format from the suffix:
+``.png``, ``.svg``, ``.pdf``; written atomically). matplotlib is imported inside the functions,
+so ``import receval`` does not import it.
 
-* :func:`roc`, :func:`pr`: ROC and precision-recall curves of each run's recommendation rows,
-  labelled by truth (a recommended item is positive when its relevance reaches the threshold).
-* :func:`metric_at_k`: a metric at every cutoff K = 1..N (N <= :data:`MAX_KS`) or at the
-  given cutoffs, one line per run.
+* :func:`draw_roc`, :func:`draw_pr`: ROC and precision-recall curves, one line per run
+  (``receval.plot.roc`` and ``receval.plot.pr`` compute them from truth and runs, then draw
+  them here).
+* :func:`draw_metric_at_k`: a metric at several cutoffs, one line per run
+  (``receval.plot.metric_at_k``).
 * :func:`per_user`: the distribution of per-user values of a metric, one box (or violin)
   per model.
 * :func:`intervals`: each model's mean with its bootstrap interval, one panel per metric.
 * :func:`segments`: each model's mean in every segment of one segmentation, as grouped bars
   (``compare(..., segments=...)``), one panel per metric.
-
-Examples
---------
->>> import receval
->>> truth = {"u1": {"a": 1, "b": 1}, "u2": {"c": 1}}
->>> runs = {"m1": {"u1": {"a": 0.9, "x": 0.5, "b": 0.1}, "u2": {"c": 0.7}},
-...         "m2": {"u1": {"x": 0.9, "a": 0.5}, "u2": {"y": 0.7, "c": 0.2}}}
->>> fig = receval.plot.metric_at_k(truth, runs, "recall", ks=3)
->>> [line.get_label() for line in fig.axes[0].get_lines()]
-['m1', 'm2']
->>> fig.axes[0].get_lines()[0].get_ydata().tolist()  # recall@1, @2, @3 of m1
-[0.75, 0.75, 1.0]
 """
 
 from __future__ import annotations
 
-import numbers
 import os
-import reprlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from receval._errors import InputError, about, check_choice
-from receval.arrays.classification import auc, average_precision, pr_curve, roc_curve
+from receval._errors import InputError, check_choice
+from receval.comparison.data import ComparisonData, CutoffCurves, PrCurve, RocCurve
 from receval.comparison.text import plain
 from receval.data.io import atomic_path
-from receval.engines.model import is_model
-from receval.evaluation import evaluate
-from receval.families.pointwise import labelled_rows
 from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from receval.comparison.compare import Comparison
     from receval.metrics.result import Result
 
 __all__ = [
     "INTERVALS_PER_ROW",
-    "MAX_KS",
+    "draw_metric_at_k",
+    "draw_pr",
+    "draw_roc",
     "intervals",
-    "metric_at_k",
     "per_user",
-    "pr",
-    "roc",
     "segments",
 ]
-
-MAX_KS = 10_000
-"""The largest N of :func:`metric_at_k`'s ``ks=N`` (K = 1..N) and of ``receval plot
-metric-at-k --k N``. Longer ranges draw more points than a figure can show, and past the
-longest list a curve only drifts with K (precision@K is hits / K); an explicit list of
-cutoffs has no limit."""
 
 
 def _new_figure(width: float = 6.4, height: float = 4.8) -> Figure:
@@ -107,95 +85,21 @@ def _finish(fig: Figure, path: str | os.PathLike[str] | None) -> Figure:
     return fig
 
 
-def _check_runs(runs: Mapping[str, Any]) -> None:
-    if not isinstance(runs, Mapping) or not runs:
-        msg = (
-            "runs must be a non-empty mapping {model name: recommendations}; got "
-            f"{type(runs).__name__}{' (empty)' if isinstance(runs, Mapping) else ''}."
-        )
-        raise InputError(msg)
-
-
-MODEL_ROWS = (
-    "a model has no recommendation rows, and the curve over every user x catalog item would "
-    "compare raw scores of different users, which has no meaning (the reason evaluate refuses "
-    "auc from a model)"
-)
-"""Why :func:`roc` and :func:`pr` draw no model source (the HTML report says it too)."""
-
-
-def _check_not_model(name: str, recs: Any, what: str) -> None:
-    if is_model(recs):
-        msg = (
-            f"run {name!r} is a model source ({type(recs).__name__}): {what} draws a run's "
-            f"recommendation rows; {MODEL_ROWS}. Compare gauc (each user's exact AUC over "
-            f"their candidates), or draw receval.topk(model, k), a recommendations table."
-        )
-        raise InputError(msg)
-
-
-def _labelled(
-    truth: Any,
-    recs: Any,
+def draw_roc(
+    curves: Mapping[str, RocCurve],
     *,
-    user_col: str,
-    item_col: str,
-    score_col: str,
-    relevance_col: str | None,
-    relevance_threshold: float,
-    id_type: str | Mapping[str, str],
-) -> tuple[Any, Any]:
-    labels, scores, _users = labelled_rows(
-        truth,
-        recs,
-        user_col=user_col,
-        item_col=item_col,
-        score_col=score_col,
-        relevance_col=relevance_col,
-        relevance_threshold=relevance_threshold,
-        id_type=id_type,
-    )
-    return labels, scores
-
-
-def roc(
-    truth: Any,
-    runs: Mapping[str, Any],
-    *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str | None = None,
-    relevance_threshold: float = 1,
-    id_type: str | Mapping[str, str] = "auto",
     title: str | None = "ROC curve",
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
-    """ROC curves of the runs' recommendation rows, one line per run plus the chance line.
-
-    Each recommended row is a sample: label 1 when truth gives the item a relevance >=
-    ``relevance_threshold`` for that user, score from ``score_col``. The curve is
-    :func:`receval.roc_curve` (every distinct score, as scikit-learn's
-    ``roc_curve(drop_intermediate=False)``); the legend gives :func:`receval.auc`.
-    ``id_type`` types the ids as :func:`receval.evaluate`'s does.
-    """
-    _check_runs(runs)
-    for name, recs in runs.items():
-        _check_not_model(name, recs, "roc")
+    """ROC curves, one line per run (its AUC in the legend), plus the chance line."""
     fig = _new_figure()
     ax = fig.add_subplot()
     handles: list[Any] = []
-    for name, recs in runs.items():
-        with about(f"run {name!r}"):
-            labels, scores = _labelled(
-                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
-                id_type=id_type,
-            )  # fmt: skip
-        fpr, tpr, _ = roc_curve(labels, scores)
+    for name, curve in curves.items():
+        fpr, tpr = curve.fpr, curve.tpr
         # the corners only: points inside a straight run change nothing that is drawn
         bends = np.r_[True, (np.diff(fpr, 2) != 0) | (np.diff(tpr, 2) != 0), True]
-        label = _literal(f"{name} (AUC = {auc(labels, scores):.4f})")
+        label = _literal(f"{name} (AUC = {curve.auc:.4f})")
         handles += ax.plot(fpr[bends], tpr[bends], label=label)
     handles += ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="chance")
     ax.set_xlabel("false positive rate")
@@ -208,38 +112,20 @@ def roc(
     return _finish(fig, path)
 
 
-def pr(
-    truth: Any,
-    runs: Mapping[str, Any],
+def draw_pr(
+    curves: Mapping[str, PrCurve],
     *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str | None = None,
-    relevance_threshold: float = 1,
-    id_type: str | Mapping[str, str] = "auto",
     title: str | None = "Precision-recall curve",
     path: str | os.PathLike[str] | None = None,
 ) -> Figure:
-    """Precision-recall curves of the runs' recommendation rows (labelled as for :func:`roc`),
-    drawn as steps, one line per run; the legend gives :func:`receval.average_precision`."""
-    _check_runs(runs)
-    for name, recs in runs.items():
-        _check_not_model(name, recs, "pr")
+    """Precision-recall curves drawn as steps, one line per run (its average precision in
+    the legend)."""
     fig = _new_figure()
     ax = fig.add_subplot()
     handles: list[Any] = []
-    for name, recs in runs.items():
-        with about(f"run {name!r}"):
-            labels, scores = _labelled(
-                truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-                relevance_col=relevance_col, relevance_threshold=relevance_threshold,
-                id_type=id_type,
-            )  # fmt: skip
-        precision, recall, _ = pr_curve(labels, scores)
-        ap = average_precision(labels, scores)
-        label = _literal(f"{name} (AP = {ap:.4f})")
-        handles += ax.plot(recall, precision, drawstyle="steps-post", label=label)
+    for name, curve in curves.items():
+        label = _literal(f"{name} (AP = {curve.average_precision:.4f})")
+        handles += ax.plot(curve.recall, curve.precision, drawstyle="steps-post", label=label)
     ax.set_xlabel("recall")
     ax.set_ylabel("precision")
     ax.set_xlim(0, 1)
@@ -250,87 +136,30 @@ def pr(
     return _finish(fig, path)
 
 
-def metric_at_k(
-    truth: Any,
-    runs: Mapping[str, Any],
-    metric: str = "ndcg",
+def draw_metric_at_k(
+    curves: CutoffCurves,
     *,
-    ks: int | Iterable[int] = 10,
     title: str | None = None,
     path: str | os.PathLike[str] | None = None,
-    **options: Any,
 ) -> Figure:
-    """``metric@K`` for every K in ``ks``, one line per run.
-
-    ``metric`` is a metric with a cutoff, given without one (``"ndcg"``,
-    ``"ndcg(gain=exp)"``); each run is evaluated once with every K (the cost grows linearly
-    with the number of cutoffs). ``ks`` is an integer N (K = 1..N; at most :data:`MAX_KS`,
-    10,000) or a list of integers >= 1 (any number of them, any size). ``options`` go to
-    :func:`receval.evaluate`.
-    """
-    _check_runs(runs)
-    base = parse_metric(metric)
-    if not base.spec.cutoff or base.k is not None:
-        msg = (
-            f"metric must be a metric with a cutoff, given without @K (e.g. 'ndcg'); "
-            f"got {metric!r}."
-        )
-        raise InputError(msg)
-    k_list = _cutoffs(ks)
-    names = [f"{base.canonical}@{k}" for k in k_list]
+    """A metric at its cutoffs, one line per run; the title defaults to ``metric@K``."""
     fig = _new_figure()
     ax = fig.add_subplot()
     handles: list[Any] = []
-    for name, recs in runs.items():
-        with about(f"run {name!r}"):
-            means = evaluate(truth, recs, names, **options).means  # canonical names: no parsing
-        means_k = [means[n] for n in names]
-        handles += ax.plot(k_list, means_k, marker="o", markersize=3, label=_literal(name))
+    ks = list(curves.ks)
+    for name, means in curves.means.items():
+        handles += ax.plot(ks, list(means), marker="o", markersize=3, label=_literal(name))
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # cutoffs are whole numbers
     ax.set_xlabel("K")
-    ax.set_ylabel(_literal(f"{base.canonical}@K"))
+    ax.set_ylabel(_literal(f"{curves.metric}@K"))
     ax.legend(handles=handles)
-    ax.set_title(_literal(title if title is not None else f"{base.canonical}@K"))
+    ax.set_title(_literal(title if title is not None else f"{curves.metric}@K"))
     return _finish(fig, path)
 
 
-def _integer(value: object) -> int | None:
-    """``value`` as an int when it is an integer (numpy's too; not a bool), else None."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
-        return None
-    return int(value)
-
-
-def _cutoffs(ks: object) -> list[int]:
-    """The sorted distinct cutoffs of :func:`metric_at_k`'s ``ks``, or :class:`InputError`."""
-    shown = reprlib.repr(ks)
-    bad = f"ks must be an integer N >= 1 or a non-empty list of integers >= 1; got {shown}."
-    n = _integer(ks)
-    if n is not None:
-        if n < 1:
-            raise InputError(bad)
-        if n > MAX_KS:
-            msg = (
-                f"ks must be an integer N from 1 to {MAX_KS} (K = 1..N, receval.plot.MAX_KS) or a "
-                f"non-empty list of integers >= 1; got {n}. Pass the cutoffs to draw as a list, "
-                f"e.g. ks=[1, 10, 100, 1000, {n}]."
-            )
-            raise InputError(msg)
-        return list(range(1, n + 1))
-    if isinstance(ks, str | bytes) or not isinstance(ks, Iterable):
-        raise InputError(bad)
-    try:
-        values = [_integer(k) for k in ks]
-    except TypeError:  # iterable in type only, e.g. a 0-d numpy array
-        raise InputError(bad) from None
-    if not values or any(k is None or k < 1 for k in values):
-        raise InputError(bad)
-    return sorted({k for k in values if k is not None})
-
-
-def _per_user_values(source: Comparison | Mapping[str, Result], metric: str) -> dict[str, Any]:
+def _per_user_values(source: ComparisonData | Mapping[str, Result], metric: str) -> dict[str, Any]:
     key = parse_metric(metric).canonical
     results = source.results if hasattr(source, "results") else source
     if not isinstance(results, Mapping) or not results:
@@ -349,7 +178,7 @@ def _per_user_values(source: Comparison | Mapping[str, Result], metric: str) -> 
 
 
 def per_user(
-    source: Comparison | Mapping[str, Result],
+    source: ComparisonData | Mapping[str, Result],
     metric: str,
     *,
     kind: Literal["box", "violin"] = "box",
@@ -383,7 +212,7 @@ def per_user(
 
 
 def intervals(
-    comparison: Comparison,
+    comparison: ComparisonData,
     *,
     metrics: Iterable[str] | None = None,
     title: str | None = None,
@@ -461,7 +290,7 @@ so that each panel stays wide enough to read (eight metrics: three rows of three
 _BASELINE, _SIGNIFICANT, _NOT_SIGNIFICANT, _UNTESTED = "black", "tab:red", "tab:blue", "tab:gray"
 
 
-def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> None:
+def _intervals_legend(fig: Figure, comparison: ComparisonData, untested: bool) -> None:
     """The legend of :func:`intervals`, under the panels: what each colour means."""
     from matplotlib.lines import Line2D
 
@@ -483,7 +312,7 @@ def _intervals_legend(fig: Figure, comparison: Comparison, untested: bool) -> No
 
 
 def segments(
-    comparison: Comparison,
+    comparison: ComparisonData,
     segmentation: str,
     *,
     metrics: Iterable[str] | None = None,

@@ -30,19 +30,24 @@ import numpy as np
 from receval._errors import InputError
 from receval._version import __version__
 from receval.comparison import plots as plot
+from receval.comparison.data import (
+    MODEL_ROWS,
+    NOTE_GLOBAL,
+    NOTE_WEIGHTED,
+    ComparisonData,
+    ReportCurves,
+)
 from receval.comparison.text import plain
 from receval.data.io import check_output_path, write_text
-from receval.engines.model import is_model
-from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:
-    from receval.comparison.compare import Comparison
     from receval.metrics.registry import Metric
 
 __all__ = [
     "MAX_DIGITS",
     "best_models",
     "check_digits",
+    "check_html",
     "curve_figures",
     "curves_left_out",
     "describe_input",
@@ -65,8 +70,6 @@ __all__ = [
 
 MARK = "*"
 UNTESTED = "\u2020"  # a dagger; LaTeX: $^{\dagger}$
-NOTE_GLOBAL = "no per-user values: mean only, no CI or test"
-NOTE_WEIGHTED = "mean is not a plain average over users (micro or weighted): no CI or test"
 _TEST = {
     "paired_t": "paired t test",
     "wilcoxon": "Wilcoxon signed-rank test",
@@ -108,7 +111,7 @@ def _p(value: float | None, digits: int) -> str:
     return f"<{floor:.{digits}f}" if value < floor else f"{value:.{digits}f}"
 
 
-def best_models(cmp: Comparison) -> dict[str, set[str]]:
+def best_models(cmp: ComparisonData) -> dict[str, set[str]]:
     """Metric -> the models with the best mean (all of them on a tie)."""
     by_metric: dict[str, dict[str, float]] = {}  # one pass over the table, not one per metric
     for row in cmp.table.select("model", "metric", "mean").iter_rows(named=True):
@@ -126,11 +129,11 @@ def best_models(cmp: Comparison) -> dict[str, set[str]]:
     return out
 
 
-def _cells(cmp: Comparison) -> dict[tuple[str, str], dict[str, Any]]:
+def _cells(cmp: ComparisonData) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["model"], r["metric"]): r for r in cmp.table.iter_rows(named=True)}
 
 
-def legend(cmp: Comparison, *, best: str = "Bold") -> str:
+def legend(cmp: ComparisonData, *, best: str = "Bold") -> str:
     """One paragraph: what the numbers, the best-mean mark (``best``) and the significance
     mark mean."""
     s = cmp.settings
@@ -156,7 +159,7 @@ def _sentence(text: str) -> str:
     return f" {text}" if text else ""
 
 
-def estimates_note(cmp: Comparison) -> str:
+def estimates_note(cmp: ComparisonData) -> str:
     """A sentence on the sampled metrics of ``cmp`` (empty when none): they are estimates."""
     tags = sorted({m.sampling.text for m in cmp.metric_specs if m.sampling is not None})
     if not tags:
@@ -169,11 +172,11 @@ def estimates_note(cmp: Comparison) -> str:
     )
 
 
-def _n_tests(cmp: Comparison) -> int:
+def _n_tests(cmp: ComparisonData) -> int:
     return int(cmp.table["p_value"].is_not_null().sum())
 
 
-def _notes(cmp: Comparison) -> list[str]:
+def _notes(cmp: ComparisonData) -> list[str]:
     """``metric (models): note`` lines, one per distinct note of a metric."""
     grouped: dict[tuple[str, str], list[str]] = {}
     for row in cmp.table.iter_rows(named=True):
@@ -187,7 +190,7 @@ def _notes(cmp: Comparison) -> list[str]:
     ]
 
 
-def untested(cmp: Comparison) -> dict[str, str]:
+def untested(cmp: ComparisonData) -> dict[str, str]:
     """Metric -> why its means have no interval and no test (in request order): the metrics
     without per-user values and those whose mean weighs them. Every report marks their means
     with :data:`UNTESTED` and says why under the table (:func:`untested_note`)."""
@@ -221,7 +224,7 @@ def _weighted_reason(m: Metric) -> str:
     return reason
 
 
-def untested_note(cmp: Comparison) -> str:
+def untested_note(cmp: ComparisonData) -> str:
     """The sentence under every report's table on the means marked :data:`UNTESTED` (empty
     when there are none): which metrics and why."""
     why = untested(cmp)
@@ -231,11 +234,11 @@ def untested_note(cmp: Comparison) -> str:
     return f"{UNTESTED}: mean only, no interval or test: {listed}."
 
 
-def _model_label(cmp: Comparison, model: str) -> str:
+def _model_label(cmp: ComparisonData, model: str) -> str:
     return f"{model} (baseline)" if model == cmp.baseline else model
 
 
-def to_markdown(cmp: Comparison, *, digits: int = 4) -> str:
+def to_markdown(cmp: ComparisonData, *, digits: int = 4) -> str:
     """The Markdown report (see the module docstring)."""
     digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
@@ -317,7 +320,7 @@ SEGMENT_HEAD = ["segmentation", "segment", "model", "metric", "mean", "interval"
                 "significant", "users"]  # fmt: skip
 
 
-def segment_rows(cmp: Comparison, digits: int) -> list[list[str]]:
+def segment_rows(cmp: ComparisonData, digits: int) -> list[list[str]]:
     """The by-segment table (``segments=``) as text cells, one row per segmentation,
     segment, model and metric; empty without segments."""
     if cmp.by_segment is None:
@@ -337,7 +340,7 @@ def segment_rows(cmp: Comparison, digits: int) -> list[list[str]]:
     return rows
 
 
-def _segment_note(cmp: Comparison) -> str:
+def _segment_note(cmp: ComparisonData) -> str:
     correction = cmp.settings.get("correction")
     how = "no correction" if correction is None else f"{_CORRECTION[correction]} correction"
     return (
@@ -346,7 +349,7 @@ def _segment_note(cmp: Comparison) -> str:
     )
 
 
-def _test_rows(cmp: Comparison, digits: int) -> list[list[str]]:
+def _test_rows(cmp: ComparisonData, digits: int) -> list[list[str]]:
     rows = []
     for row in cmp.table.iter_rows(named=True):
         if row["model"] == cmp.baseline or row["p_value"] is None:
@@ -400,7 +403,7 @@ def latex_escape(text: str) -> str:
     return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in plain(text))
 
 
-def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
+def to_latex(cmp: ComparisonData, *, digits: int = 4, ci: bool = False) -> str:
     """A booktabs ``tabular``: models x metrics, best in bold, significance marks, a legend."""
     digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
@@ -449,7 +452,7 @@ def to_latex(cmp: Comparison, *, digits: int = 4, ci: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def text_table(cmp: Comparison, *, digits: int = 4) -> str:
+def text_table(cmp: ComparisonData, *, digits: int = 4) -> str:
     """A plain-text summary (``repr``); names on one line (:func:`plain`)."""
     digits = check_digits(digits)
     cells, marked = _cells(cmp), untested(cmp)
@@ -511,7 +514,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def provenance(cmp: Comparison) -> list[tuple[str, str]]:
+def provenance(cmp: ComparisonData) -> list[tuple[str, str]]:
     """``(label, value)`` pairs: the inputs (truth, each run, then ``train``, ``items``,
     ``exclude`` and ``candidates`` when given), the evaluation settings (tie
     policy, relevance threshold, no-recs policy, id_type when set), the test, correction,
@@ -563,69 +566,28 @@ def provenance(cmp: Comparison) -> list[tuple[str, str]]:
     return facts
 
 
-_MAX_CURVE_K = 100
-
-
-def _classification(cmp: Comparison) -> bool:
-    """Whether a classification metric (not a sampled estimate) is among the compared ones."""
-    return any(
-        m.sampling is None and m.spec.family == "classification"
-        for m in map(parse_metric, cmp.metrics)
-    )
-
-
-def _model_runs(cmp: Comparison) -> list[str]:
-    """The runs of ``cmp``'s inputs that are model sources (no recommendation rows)."""
-    inputs = cmp.inputs
-    if inputs is None:
-        return []
-    return [name for name, run in inputs["runs"].items() if is_model(run)]
-
-
-def curve_figures(cmp: Comparison) -> dict[str, Any]:
-    """The HTML report's curves, drawn from the comparison's inputs (none when they are not
-    known): metric@K for K = 1..K of each ranking metric with a cutoff (one curve per base
-    metric, its largest K, at most 100), and the runs' ROC curves when a classification
-    metric is among the compared ones. A model source has no ROC curve (see
-    :func:`curves_left_out`): the ROC figure draws the other runs, and is left out when every
-    run is a model."""
-
-    inputs = cmp.inputs
-    if inputs is None:
-        return {}
-    truth, runs, options = inputs["truth"], inputs["runs"], inputs["options"]
-    longest: dict[str, int] = {}
-    for name in cmp.metrics:
-        m = parse_metric(name)
-        if m.sampling is not None:  # no curve of a sampled estimate
-            continue
-        if m.spec.family == "ranking" and m.k is not None:
-            base = m.canonical.rsplit("@", 1)[0]
-            longest[base] = max(longest.get(base, 0), min(m.k, _MAX_CURVE_K))
+def curve_figures(curves: ReportCurves) -> dict[str, Any]:
+    """The HTML report's curve figures, by caption: a metric@K curve of each base metric
+    (K = 1..its largest K), then the ROC curves when there are any."""
     figures: dict[str, Any] = {}
-    for base, k in longest.items():
-        figures[f"{base}@K, K = 1..{k}"] = plot.metric_at_k(truth, runs, base, ks=k, **options)
-    models = set(_model_runs(cmp))
-    tables = {name: run for name, run in runs.items() if name not in models}
-    if _classification(cmp) and tables:
-        keys = ("user_col", "item_col", "score_col", "relevance_col", "relevance_threshold",
-                "id_type")  # fmt: skip
-        roc_options = {key: options[key] for key in keys if key in options}
-        figures["ROC curves"] = plot.roc(truth, tables, **roc_options)
+    for at_k in curves.at_k:
+        figures[f"{at_k.metric}@K, K = 1..{at_k.ks[-1]}"] = plot.draw_metric_at_k(at_k)
+    if curves.roc:
+        figures["ROC curves"] = plot.draw_roc(curves.roc)
     return figures
 
 
-def curves_left_out(cmp: Comparison) -> list[str]:
-    """What :func:`curve_figures` leaves out and why, one sentence each (the HTML report
-    prints them under its figures): the ROC curves of model runs."""
-    models = _model_runs(cmp)
-    if not models or not _classification(cmp):
+def curves_left_out(curves: ReportCurves) -> list[str]:
+    """What the curves leave out and why, one sentence each (the HTML report prints them
+    under its figures): the ROC curves of model runs."""
+    models = curves.models
+    if not models:
         return []
     many = len(models) > 1
     names = ", ".join(models[:-1]) + " and " + models[-1] if many else models[0]
     return [
         f"Left out: the ROC curve{'s' if many else ''} of {names} "
-        f"(model source{'s' if many else ''}): {plot.MODEL_ROWS}. gauc in the tables is each "
+        f"(model source{'s' if many else ''}): {MODEL_ROWS}. gauc in the tables is each "
         "user's exact AUC over their candidates; the ROC of a model's top K is "
         "receval.plot.roc(truth, {name: receval.topk(model, k)})."
     ]
@@ -636,7 +598,7 @@ def _html_escape(text: str) -> str:
     return html.escape(plain(text))
 
 
-def _html_provenance(cmp: Comparison) -> str:
+def _html_provenance(cmp: ComparisonData) -> str:
     e = _html_escape
     rows = "".join(
         f'<tr><th scope="row">{e(label)}</th><td>{e(value)}</td></tr>'
@@ -645,7 +607,7 @@ def _html_provenance(cmp: Comparison) -> str:
     return f'<h2>Provenance</h2><table id="provenance"><tbody>{rows}</tbody></table>'
 
 
-def html_tables(cmp: Comparison, *, digits: int = 4) -> str:
+def html_tables(cmp: ComparisonData, *, digits: int = 4) -> str:
     """The means table, the tests table, the legend and the notes as an HTML fragment."""
     digits = check_digits(digits)
     cells, best, marked = _cells(cmp), best_models(cmp), untested(cmp)
@@ -731,24 +693,33 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def check_html(path: str | os.PathLike[str], digits: object) -> tuple[Path, int]:
+    """The HTML report's path and ``digits``, checked before any work: an ``.html`` path
+    whose folder exists, and :func:`check_digits`."""
+    target = Path(path)
+    if target.suffix.lower() not in (".html", ".htm"):
+        msg = f"cannot write {str(target)!r}: expected an .html path."
+        raise InputError(msg)
+    n = check_digits(digits)
+    check_output_path(target)
+    return target, n
+
+
 def write_html(
-    cmp: Comparison,
+    cmp: ComparisonData,
     path: str | os.PathLike[str],
     *,
     plots: bool = True,
-    curves: bool = True,
+    curves: ReportCurves | None = None,
     title: str = "receval comparison",
     figures: Mapping[str, Any] | None = None,
     digits: int = 4,
 ) -> Path:
     """Write the self-contained HTML report atomically (temporary file, then rename); see
-    :meth:`receval.Comparison.to_html`."""
-    target = Path(path)
-    if target.suffix.lower() not in (".html", ".htm"):
-        msg = f"cannot write {str(target)!r}: expected an .html path."
-        raise InputError(msg)
-    digits = check_digits(digits)
-    check_output_path(target)  # before drawing anything
+    :meth:`receval.Comparison.to_html`. ``curves`` (with ``plots``): the curves to draw
+    after the other plots, as :func:`receval.comparison.curves.report_curves` computes
+    them."""
+    target, digits = check_html(path, digits)  # before drawing anything
     figs: dict[str, Any] = {}
     left_out: list[str] = []
     if plots:
@@ -760,9 +731,9 @@ def write_html(
         if cmp.by_segment is not None:
             for name in cmp.by_segment["segmentation"].unique(maintain_order=True):
                 figs[f"By segment: {name}"] = plot.segments(cmp, name)
-        if curves:
-            figs.update(curve_figures(cmp))
-            left_out = curves_left_out(cmp)
+        if curves is not None:
+            figs.update(curve_figures(curves))
+            left_out = curves_left_out(curves)
     figs.update(figures or {})
     images = "".join(
         f'<figure><img alt="{_html_escape(cap)}" src="data:image/png;base64,{_png(fig)}">'
