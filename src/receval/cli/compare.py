@@ -15,10 +15,14 @@ Progress (Rich) goes to stderr; errors are printed as by the other commands (exi
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
 
 import typer
 
@@ -63,7 +67,7 @@ from receval.evaluation import evaluate
 if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
 
-__all__ = ["register_compare_commands"]
+__all__ = ["ComparisonFlags", "register_compare_commands"]
 
 _COMPARE_METRICS = ["ndcg@10", "recall@20"]
 
@@ -162,6 +166,111 @@ UsersOpt = Annotated[
         "those left out are counted) [default: all]."
     ),
 ]
+
+
+@dataclass(frozen=True)
+class ComparisonFlags:
+    """The flags that ``compare`` and ``report`` share, declared once: each field is an
+    option (its annotation is typer's declaration of it, in the order ``--help`` lists them),
+    None where not given, so that the config file's value or the default holds
+    (:func:`_settings`). :func:`_with_flags` puts them in a command's signature."""
+
+    truth: Annotated[Path | None, truth_opt] = None
+    run: Annotated[list[str] | None, run_opt] = None
+    factors: Annotated[list[str] | None, factors_opt] = None
+    metric: Annotated[list[str] | None, metric_opt] = None
+    config: Annotated[Path | None, config_opt] = None
+    baseline: BaselineOpt = None
+    test: TestOpt = None
+    correction: CorrectionArg = None
+    alpha: AlphaOpt = None
+    confidence: ConfidenceOpt = None
+    ci: CiArg = None
+    resamples: ResamplesOpt = None
+    permutations: PermutationsOpt = None
+    seed: SeedOpt = None
+    progress: ProgressOpt = True
+    user_col: UserColOpt = None
+    item_col: ItemColOpt = None
+    score_col: ScoreColOpt = None
+    rank_col: RankColOpt = None
+    relevance_col: RelevanceColOpt = None
+    ties: TiesOpt = None
+    threshold: ThresholdOpt = None
+    no_recs: NoRecsOpt = None
+    train: TrainOpt = None
+    items: ItemsOpt = None
+    item_features: ItemFeaturesOpt = None
+    rating_range: RatingRangeOpt = None
+    id_type: IdTypeOpt = None
+    input_format: InputFormatOpt = None
+    columns: ColumnsOpt = None
+    segments: SegmentsOpt = None
+    exclude: ExcludeOpt = None
+    candidates: CandidatesOpt = None
+    similarity: SimilarityOpt = None
+    device: DeviceOpt = None
+    block_memory: BlockMemoryOpt = None
+    users: UsersOpt = None
+
+    def given(self, output: Path | None) -> dict[str, Any]:
+        """The flags under their config keys (None: not given), ``--output`` (the command's
+        own option) among them; the factor-model runs' options and ``users`` first."""
+        options = evaluate_options(
+            user_col=self.user_col, item_col=self.item_col, score_col=self.score_col,
+            rank_col=self.rank_col, relevance_col=self.relevance_col, ties=self.ties,
+            threshold=self.threshold, no_recs=self.no_recs, train=self.train, items=self.items,
+            item_features=self.item_features, rating_range=self.rating_range,
+            id_type=self.id_type, input_format=self.input_format, columns=self.columns,
+            segments=self.segments,
+        )  # fmt: skip
+        test, correction, ci, similarity = self.test, self.correction, self.ci, self.similarity
+        return {
+            "exclude": self.exclude, "candidates": self.candidates, "device": self.device,
+            "similarity": similarity.value if similarity else None,
+            "block_memory": self.block_memory, "users": self.users,
+            "truth": self.truth, "metrics": self.metric or None, "baseline": self.baseline,
+            "test": test.value if test else None,
+            "correction": correction.value if correction else None, "alpha": self.alpha,
+            "confidence": self.confidence, "ci": ci.value if ci else None,
+            "n_resamples": self.resamples, "n_permutations": self.permutations,
+            "seed": self.seed, "output": output, **options,
+        }  # fmt: skip
+
+
+_HINTS = get_type_hints(ComparisonFlags, include_extras=True)  # the Annotated declarations
+_FLAGS = [
+    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
+                      annotation=_HINTS[f.name])
+    for f in fields(ComparisonFlags)
+]  # fmt: skip
+_OWN_AFTER = "seed"  # a command's own options come after the statistics options
+
+
+def _with_flags(
+    command: Callable[..., None], *, after_truth: tuple[str, ...] = ()
+) -> Callable[..., None]:
+    """``command(flags, **own)`` as a typer command: its signature is :class:`ComparisonFlags`'
+    fields with the command's own options (its parameters after ``flags``) after ``--seed``,
+    or right after ``--truth`` for those named in ``after_truth``; typer calls it with every
+    option by name, and ``command`` gets the shared ones as one :class:`ComparisonFlags`."""
+    own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+    first = [p for p in own if p.name in after_truth]
+    later = [p for p in own if p.name not in after_truth]
+    at = [p.name for p in _FLAGS].index(_OWN_AFTER) + 1
+    params = [_FLAGS[0], *first, *_FLAGS[1:at], *later, *_FLAGS[at:]]  # [0]: --truth
+    names = {p.name for p in own}
+
+    @functools.wraps(command)
+    def run(**options: Any) -> None:
+        mine = {name: options.pop(name) for name in names}
+        command(ComparisonFlags(**options), **mine)
+
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+    )
+    return run
+
 
 _DEFAULTS: dict[str, Any] = {
     "metrics": _COMPARE_METRICS, "test": "paired_t", "correction": "holm", "alpha": 0.05,
@@ -432,345 +541,236 @@ def _compare_format(value: Any) -> CompareFormat:
     return CompareFormat(value)
 
 
+def _run_compare(settings: dict[str, Any], config: Path | None, progress: bool) -> Comparison:
+    """Check the output path, then compare; ``settings`` as :func:`_settings` returns them,
+    less the command's own keys (output, format, title, curves)."""
+    truth, runs = settings.pop("truth"), settings.pop("runs")
+    output = settings.pop("output", None)
+    _check_output(output, truth, runs, settings, config)
+    if settings.get("segments") is not None:
+        settings["segments"] = segment_specs(settings["segments"])
+    runs = _models(runs, settings)
+    return compare(truth, runs, settings.pop("metrics"), progress=progress, **settings)
+
+
+CompareFormatArg = Annotated[
+    CompareFormat | None, typer.Option("--format", help="Output format [default: table].")
+]
+CompareOutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Also write to this .md, .tex, .json, .html, .csv file."),
+]
+ReportOutputOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="The .html file to write.")
+]
+TitleOpt = Annotated[str | None, typer.Option(help="Report title [default: receval comparison].")]
+CurvesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
+        "cutoff, and ROC curves when a classification metric is compared "
+        "[default: curves]."
+    ),
+]
+
+
+def compare_cmd(
+    flags: ComparisonFlags, fmt: CompareFormatArg = None, output: CompareOutputOpt = None
+) -> None:
+    """Compare models on the same truth: means, intervals, paired tests."""
+    given = flags.given(output)
+    given["format"] = fmt.value if fmt else None
+    try:
+        settings = _settings("compare", flags.config, given, flags.run, flags.factors)
+        out_format = _compare_format(settings.pop("format"))
+        out_path = settings.get("output")
+        cmp = _run_compare(settings, flags.config, flags.progress)
+        if out_path is not None:
+            _write_output(cmp, out_path)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _print_comparison(cmp, out_format)
+
+
+def report_cmd(
+    flags: ComparisonFlags,
+    output: ReportOutputOpt = None,
+    title: TitleOpt = None,
+    curves: CurvesOpt = None,
+) -> None:
+    """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
+    given = flags.given(output)
+    given.update({"title": title, "curves": curves})
+    try:
+        settings = _settings("report", flags.config, given, flags.run, flags.factors)
+        title_text, with_curves = settings.pop("title"), settings.pop("curves")
+        out_path = settings["output"]
+        cmp = _run_compare(settings, flags.config, flags.progress)
+        path = cmp.to_html(out_path, title=title_text, curves=with_curves)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _out.print(f"wrote {path}", highlight=False)
+
+
+def _curve(
+    which: str,
+    truth: Path,
+    run: list[str] | None,
+    recs: Path | None,
+    output: Path,
+    options: dict[str, Any],
+) -> None:
+    try:
+        runs = _runs(run, recs)
+        _check_output(output, truth, runs, options)
+        draw = roc if which == "roc" else pr
+        draw(truth, runs, path=output, **options)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _out.print(f"wrote {output}", highlight=False)
+
+
+def roc_cmd(
+    truth: Annotated[Path, truth_opt],
+    output: Annotated[Path, out_opt],
+    recs: Annotated[Path | None, recs_opt] = None,
+    run: Annotated[list[str] | None, run_opt] = None,
+    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
+    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+    score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
+    relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
+    threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
+    id_type: IdTypeOpt = None,
+) -> None:
+    """ROC curves of the recommendation rows, labelled by truth."""
+    _curve("roc", truth, run, recs, output, {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col,
+        "relevance_col": relevance_col, "relevance_threshold": threshold,
+        **({"id_type": id_type} if id_type else {}),
+    })  # fmt: skip
+
+
+def pr_cmd(
+    truth: Annotated[Path, truth_opt],
+    output: Annotated[Path, out_opt],
+    recs: Annotated[Path | None, recs_opt] = None,
+    run: Annotated[list[str] | None, run_opt] = None,
+    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
+    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
+    score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
+    relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
+    threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
+    id_type: IdTypeOpt = None,
+) -> None:
+    """Precision-recall curves of the recommendation rows, labelled by truth."""
+    _curve("pr", truth, run, recs, output, {
+        "user_col": user_col, "item_col": item_col, "score_col": score_col,
+        "relevance_col": relevance_col, "relevance_threshold": threshold,
+        **({"id_type": id_type} if id_type else {}),
+    })  # fmt: skip
+
+
+def metric_at_k_cmd(
+    truth: Annotated[Path, truth_opt],
+    output: Annotated[Path, out_opt],
+    recs: Annotated[Path | None, recs_opt] = None,
+    run: Annotated[list[str] | None, run_opt] = None,
+    metric: Annotated[
+        str, typer.Option("--metric", "-m", help="Metric without @K, e.g. ndcg.")
+    ] = "ndcg",
+    k: Annotated[
+        int, typer.Option("--k", help=f"Largest cutoff: K = 1..k (at most {MAX_KS}).")
+    ] = 20,
+    user_col: UserColOpt = None,
+    item_col: ItemColOpt = None,
+    score_col: ScoreColOpt = None,
+    rank_col: RankColOpt = None,
+    relevance_col: RelevanceColOpt = None,
+    ties: TiesOpt = None,
+    threshold: ThresholdOpt = None,
+    no_recs: NoRecsOpt = None,
+    train: TrainOpt = None,
+    items: ItemsOpt = None,
+    item_features: ItemFeaturesOpt = None,
+    rating_range: RatingRangeOpt = None,
+    id_type: IdTypeOpt = None,
+    input_format: InputFormatOpt = None,
+    columns: ColumnsOpt = None,
+) -> None:
+    """A metric at every cutoff K = 1..k, one line per model."""
+
+    options = evaluate_options(
+        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+        train=train, items=items, item_features=item_features, rating_range=rating_range,
+        id_type=id_type, input_format=input_format, columns=columns,
+    )  # fmt: skip
+    try:
+        if not 1 <= k <= MAX_KS:
+            msg = f"--k must be an integer from 1 to {MAX_KS} (K = 1..k); got {k}."
+            if k > MAX_KS:
+                msg += " For more cutoffs, give receval.plot.metric_at_k a list (ks=[...])."
+            raise InputError(msg)
+        runs = _runs(run, recs)
+        _check_output(output, truth, runs, options)
+        metric_at_k(truth, runs, metric, ks=k, path=output, **options)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _out.print(f"wrote {output}", highlight=False)
+
+
+def per_user_cmd(
+    truth: Annotated[Path, truth_opt],
+    output: Annotated[Path, out_opt],
+    recs: Annotated[Path | None, recs_opt] = None,
+    run: Annotated[list[str] | None, run_opt] = None,
+    metric: Annotated[str, typer.Option("--metric", "-m", help="Metric string.")] = "ndcg@10",
+    kind: Annotated[KindOpt, typer.Option(help="box or violin.")] = KindOpt.box,
+    user_col: UserColOpt = None,
+    item_col: ItemColOpt = None,
+    score_col: ScoreColOpt = None,
+    rank_col: RankColOpt = None,
+    relevance_col: RelevanceColOpt = None,
+    ties: TiesOpt = None,
+    threshold: ThresholdOpt = None,
+    no_recs: NoRecsOpt = None,
+    train: TrainOpt = None,
+    items: ItemsOpt = None,
+    item_features: ItemFeaturesOpt = None,
+    rating_range: RatingRangeOpt = None,
+    id_type: IdTypeOpt = None,
+    input_format: InputFormatOpt = None,
+    columns: ColumnsOpt = None,
+) -> None:
+    """The distribution of a metric's per-user values, one box per model."""
+
+    options = evaluate_options(
+        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
+        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
+        train=train, items=items, item_features=item_features, rating_range=rating_range,
+        id_type=id_type, input_format=input_format, columns=columns,
+    )  # fmt: skip
+    try:
+        runs = _runs(run, recs)
+        _check_output(output, truth, runs, options)
+        results = {name: evaluate(truth, path, metric, **options) for name, path in runs.items()}
+        per_user(results, metric, kind=kind.value, path=output)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _out.print(f"wrote {output}", highlight=False)
+
+
 def register_compare_commands(app: typer.Typer) -> None:
     """Add the ``compare``, ``report`` and ``plot`` commands to ``app``."""
-
-    def run_compare(settings: dict[str, Any], config: Path | None, progress: bool) -> Comparison:
-        """Check the output path, then compare; ``settings`` as :func:`_settings` returns them,
-        less the command's own keys (output, format, title, curves)."""
-        truth, runs = settings.pop("truth"), settings.pop("runs")
-        output = settings.pop("output", None)
-        _check_output(output, truth, runs, settings, config)
-        if settings.get("segments") is not None:
-            settings["segments"] = segment_specs(settings["segments"])
-        runs = _models(runs, settings)
-        return compare(truth, runs, settings.pop("metrics"), progress=progress, **settings)
-
-    def flags_of(
-        truth: Path | None,
-        metric: list[str] | None,
-        baseline: str | None,
-        test: PairedTestOpt | None,
-        correction: CorrectionOpt | None,
-        alpha: float | None,
-        confidence: float | None,
-        ci: CiOpt | None,
-        resamples: int | None,
-        permutations: int | None,
-        seed: int | None,
-        output: Path | None,
-        options: dict[str, Any],
-        model: dict[str, Any],
-    ) -> dict[str, Any]:
-        """The flags of compare and report under their config keys (None: not given);
-        ``model``: the factor-model runs' options and ``users``, as the command got them."""
-        similarity = model.pop("similarity")
-        model["similarity"] = similarity.value if similarity else None
-        return {**model,
-            "truth": truth, "metrics": metric or None, "baseline": baseline,
-            "test": test.value if test else None,
-            "correction": correction.value if correction else None, "alpha": alpha,
-            "confidence": confidence, "ci": ci.value if ci else None, "n_resamples": resamples,
-            "n_permutations": permutations, "seed": seed, "output": output, **options,
-        }  # fmt: skip
-
-    @app.command("compare")
-    def compare_cmd(
-        truth: Annotated[Path | None, truth_opt] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        factors: Annotated[list[str] | None, factors_opt] = None,
-        metric: Annotated[list[str] | None, metric_opt] = None,
-        config: Annotated[Path | None, config_opt] = None,
-        baseline: BaselineOpt = None,
-        test: TestOpt = None,
-        correction: CorrectionArg = None,
-        alpha: AlphaOpt = None,
-        confidence: ConfidenceOpt = None,
-        ci: CiArg = None,
-        resamples: ResamplesOpt = None,
-        permutations: PermutationsOpt = None,
-        seed: SeedOpt = None,
-        fmt: Annotated[
-            CompareFormat | None, typer.Option("--format", help="Output format [default: table].")
-        ] = None,
-        output: Annotated[
-            Path | None,
-            typer.Option(
-                "--output", "-o", help="Also write to this .md, .tex, .json, .html, .csv file."
-            ),
-        ] = None,
-        progress: ProgressOpt = True,
-        user_col: UserColOpt = None,
-        item_col: ItemColOpt = None,
-        score_col: ScoreColOpt = None,
-        rank_col: RankColOpt = None,
-        relevance_col: RelevanceColOpt = None,
-        ties: TiesOpt = None,
-        threshold: ThresholdOpt = None,
-        no_recs: NoRecsOpt = None,
-        train: TrainOpt = None,
-        items: ItemsOpt = None,
-        item_features: ItemFeaturesOpt = None,
-        rating_range: RatingRangeOpt = None,
-        id_type: IdTypeOpt = None,
-        input_format: InputFormatOpt = None,
-        columns: ColumnsOpt = None,
-        segments: SegmentsOpt = None,
-        exclude: ExcludeOpt = None,
-        candidates: CandidatesOpt = None,
-        similarity: SimilarityOpt = None,
-        device: DeviceOpt = None,
-        block_memory: BlockMemoryOpt = None,
-        users: UsersOpt = None,
-    ) -> None:
-        """Compare models on the same truth: means, intervals, paired tests."""
-        options = evaluate_options(
-            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-            train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns, segments=segments,
-        )  # fmt: skip
-        flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
-                         resamples, permutations, seed, output, options,
-                         {"exclude": exclude, "candidates": candidates, "device": device,
-                          "similarity": similarity, "block_memory": block_memory,
-                          "users": users})  # fmt: skip
-        flags["format"] = fmt.value if fmt else None
-        try:
-            settings = _settings("compare", config, flags, run, factors)
-            out_format = _compare_format(settings.pop("format"))
-            out_path = settings.get("output")
-            cmp = run_compare(settings, config, progress)
-            if out_path is not None:
-                _write_output(cmp, out_path)
-        except (RecevalError, OSError) as exc:
-            raise _fail(exc) from None
-        _print_comparison(cmp, out_format)
-
-    @app.command("report")
-    def report_cmd(
-        truth: Annotated[Path | None, truth_opt] = None,
-        output: Annotated[
-            Path | None, typer.Option("--output", "-o", help="The .html file to write.")
-        ] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        factors: Annotated[list[str] | None, factors_opt] = None,
-        metric: Annotated[list[str] | None, metric_opt] = None,
-        config: Annotated[Path | None, config_opt] = None,
-        baseline: BaselineOpt = None,
-        test: TestOpt = None,
-        correction: CorrectionArg = None,
-        alpha: AlphaOpt = None,
-        confidence: ConfidenceOpt = None,
-        ci: CiArg = None,
-        resamples: ResamplesOpt = None,
-        permutations: PermutationsOpt = None,
-        seed: SeedOpt = None,
-        title: Annotated[
-            str | None, typer.Option(help="Report title [default: receval comparison].")
-        ] = None,
-        curves: Annotated[
-            bool | None,
-            typer.Option(
-                help="Add metric@K curves (K = 1..100 at most) of the ranking metrics with a "
-                "cutoff, and ROC curves when a classification metric is compared "
-                "[default: curves]."
-            ),
-        ] = None,
-        progress: ProgressOpt = True,
-        user_col: UserColOpt = None,
-        item_col: ItemColOpt = None,
-        score_col: ScoreColOpt = None,
-        rank_col: RankColOpt = None,
-        relevance_col: RelevanceColOpt = None,
-        ties: TiesOpt = None,
-        threshold: ThresholdOpt = None,
-        no_recs: NoRecsOpt = None,
-        train: TrainOpt = None,
-        items: ItemsOpt = None,
-        item_features: ItemFeaturesOpt = None,
-        rating_range: RatingRangeOpt = None,
-        id_type: IdTypeOpt = None,
-        input_format: InputFormatOpt = None,
-        columns: ColumnsOpt = None,
-        segments: SegmentsOpt = None,
-        exclude: ExcludeOpt = None,
-        candidates: CandidatesOpt = None,
-        similarity: SimilarityOpt = None,
-        device: DeviceOpt = None,
-        block_memory: BlockMemoryOpt = None,
-        users: UsersOpt = None,
-    ) -> None:
-        """Write a self-contained HTML report (tables, plots, provenance) comparing models."""
-        options = evaluate_options(
-            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-            train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns, segments=segments,
-        )  # fmt: skip
-        flags = flags_of(truth, metric, baseline, test, correction, alpha, confidence, ci,
-                         resamples, permutations, seed, output, options,
-                         {"exclude": exclude, "candidates": candidates, "device": device,
-                          "similarity": similarity, "block_memory": block_memory,
-                          "users": users})  # fmt: skip
-        flags.update({"title": title, "curves": curves})
-        try:
-            settings = _settings("report", config, flags, run, factors)
-            title_text, with_curves = settings.pop("title"), settings.pop("curves")
-            out_path = settings["output"]
-            cmp = run_compare(settings, config, progress)
-            path = cmp.to_html(out_path, title=title_text, curves=with_curves)
-        except (RecevalError, OSError) as exc:
-            raise _fail(exc) from None
-        _out.print(f"wrote {path}", highlight=False)
-
+    app.command("compare")(_with_flags(compare_cmd))
+    app.command("report")(_with_flags(report_cmd, after_truth=("output",)))
     plot_app = typer.Typer(
         help="Plots: roc, pr, metric-at-k, per-user (PNG, SVG or PDF by the suffix of -o).",
         no_args_is_help=True,
         rich_markup_mode=None,  # plain help, as the app's
     )
     app.add_typer(plot_app, name="plot")
-
-    def curve(which: str, truth: Path, run: list[str] | None, recs: Path | None, output: Path,
-              options: dict[str, Any]) -> None:  # fmt: skip
-
-        try:
-            runs = _runs(run, recs)
-            _check_output(output, truth, runs, options)
-            draw = roc if which == "roc" else pr
-            draw(truth, runs, path=output, **options)
-        except (RecevalError, OSError) as exc:
-            raise _fail(exc) from None
-        _out.print(f"wrote {output}", highlight=False)
-
-    @plot_app.command("roc")
-    def roc_cmd(
-        truth: Annotated[Path, truth_opt],
-        output: Annotated[Path, out_opt],
-        recs: Annotated[Path | None, recs_opt] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
-        item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
-        score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
-        id_type: IdTypeOpt = None,
-    ) -> None:
-        """ROC curves of the recommendation rows, labelled by truth."""
-        curve("roc", truth, run, recs, output, {
-            "user_col": user_col, "item_col": item_col, "score_col": score_col,
-            "relevance_col": relevance_col, "relevance_threshold": threshold,
-            **({"id_type": id_type} if id_type else {}),
-        })  # fmt: skip
-
-    @plot_app.command("pr")
-    def pr_cmd(
-        truth: Annotated[Path, truth_opt],
-        output: Annotated[Path, out_opt],
-        recs: Annotated[Path | None, recs_opt] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
-        item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
-        score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
-        relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-        threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
-        id_type: IdTypeOpt = None,
-    ) -> None:
-        """Precision-recall curves of the recommendation rows, labelled by truth."""
-        curve("pr", truth, run, recs, output, {
-            "user_col": user_col, "item_col": item_col, "score_col": score_col,
-            "relevance_col": relevance_col, "relevance_threshold": threshold,
-            **({"id_type": id_type} if id_type else {}),
-        })  # fmt: skip
-
-    @plot_app.command("metric-at-k")
-    def metric_at_k_cmd(
-        truth: Annotated[Path, truth_opt],
-        output: Annotated[Path, out_opt],
-        recs: Annotated[Path | None, recs_opt] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        metric: Annotated[
-            str, typer.Option("--metric", "-m", help="Metric without @K, e.g. ndcg.")
-        ] = "ndcg",
-        k: Annotated[
-            int, typer.Option("--k", help=f"Largest cutoff: K = 1..k (at most {MAX_KS}).")
-        ] = 20,
-        user_col: UserColOpt = None,
-        item_col: ItemColOpt = None,
-        score_col: ScoreColOpt = None,
-        rank_col: RankColOpt = None,
-        relevance_col: RelevanceColOpt = None,
-        ties: TiesOpt = None,
-        threshold: ThresholdOpt = None,
-        no_recs: NoRecsOpt = None,
-        train: TrainOpt = None,
-        items: ItemsOpt = None,
-        item_features: ItemFeaturesOpt = None,
-        rating_range: RatingRangeOpt = None,
-        id_type: IdTypeOpt = None,
-        input_format: InputFormatOpt = None,
-        columns: ColumnsOpt = None,
-    ) -> None:
-        """A metric at every cutoff K = 1..k, one line per model."""
-
-        options = evaluate_options(
-            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-            train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns,
-        )  # fmt: skip
-        try:
-            if not 1 <= k <= MAX_KS:
-                msg = f"--k must be an integer from 1 to {MAX_KS} (K = 1..k); got {k}."
-                if k > MAX_KS:
-                    msg += " For more cutoffs, give receval.plot.metric_at_k a list (ks=[...])."
-                raise InputError(msg)
-            runs = _runs(run, recs)
-            _check_output(output, truth, runs, options)
-            metric_at_k(truth, runs, metric, ks=k, path=output, **options)
-        except (RecevalError, OSError) as exc:
-            raise _fail(exc) from None
-        _out.print(f"wrote {output}", highlight=False)
-
-    @plot_app.command("per-user")
-    def per_user_cmd(
-        truth: Annotated[Path, truth_opt],
-        output: Annotated[Path, out_opt],
-        recs: Annotated[Path | None, recs_opt] = None,
-        run: Annotated[list[str] | None, run_opt] = None,
-        metric: Annotated[str, typer.Option("--metric", "-m", help="Metric string.")] = "ndcg@10",
-        kind: Annotated[KindOpt, typer.Option(help="box or violin.")] = KindOpt.box,
-        user_col: UserColOpt = None,
-        item_col: ItemColOpt = None,
-        score_col: ScoreColOpt = None,
-        rank_col: RankColOpt = None,
-        relevance_col: RelevanceColOpt = None,
-        ties: TiesOpt = None,
-        threshold: ThresholdOpt = None,
-        no_recs: NoRecsOpt = None,
-        train: TrainOpt = None,
-        items: ItemsOpt = None,
-        item_features: ItemFeaturesOpt = None,
-        rating_range: RatingRangeOpt = None,
-        id_type: IdTypeOpt = None,
-        input_format: InputFormatOpt = None,
-        columns: ColumnsOpt = None,
-    ) -> None:
-        """The distribution of a metric's per-user values, one box per model."""
-
-        options = evaluate_options(
-            user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-            train=train, items=items, item_features=item_features, rating_range=rating_range,
-            id_type=id_type, input_format=input_format, columns=columns,
-        )  # fmt: skip
-        try:
-            runs = _runs(run, recs)
-            _check_output(output, truth, runs, options)
-            results = {
-                name: evaluate(truth, path, metric, **options) for name, path in runs.items()
-            }
-            per_user(results, metric, kind=kind.value, path=output)
-        except (RecevalError, OSError) as exc:
-            raise _fail(exc) from None
-        _out.print(f"wrote {output}", highlight=False)
+    plot_app.command("roc")(roc_cmd)
+    plot_app.command("pr")(pr_cmd)
+    plot_app.command("metric-at-k")(metric_at_k_cmd)
+    plot_app.command("per-user")(per_user_cmd)
