@@ -19,7 +19,7 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
@@ -67,7 +67,7 @@ from receval.evaluation import evaluate
 if TYPE_CHECKING:
     from receval.comparison.compare import Comparison
 
-__all__ = ["ComparisonFlags", "register_compare_commands"]
+__all__ = ["ComparisonFlags", "RowCurveFlags", "register_compare_commands"]
 
 _COMPARE_METRICS = ["ndcg@10", "recall@20"]
 
@@ -238,36 +238,47 @@ class ComparisonFlags:
         }  # fmt: skip
 
 
-_HINTS = get_type_hints(ComparisonFlags, include_extras=True)  # the Annotated declarations
-_FLAGS = [
-    inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default,
-                      annotation=_HINTS[f.name])
-    for f in fields(ComparisonFlags)
-]  # fmt: skip
-_OWN_AFTER = "seed"  # a command's own options come after the statistics options
+def _flag_parameters(flags: type[Any]) -> list[inspect.Parameter]:
+    """The fields of the dataclass ``flags`` as keyword parameters, with their Annotated
+    declarations (typer's) and defaults."""
+    hints = get_type_hints(flags, include_extras=True)
+    return [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints[f.name],
+            default=inspect.Parameter.empty if f.default is MISSING else f.default,
+        )
+        for f in fields(flags)
+    ]  # fmt: skip
 
 
 def _with_flags(
-    command: Callable[..., None], *, after_truth: tuple[str, ...] = ()
+    command: Callable[..., None],
+    *,
+    after: str | None = None,
+    after_truth: tuple[str, ...] = (),
 ) -> Callable[..., None]:
-    """``command(flags, **own)`` as a typer command: its signature is :class:`ComparisonFlags`'
-    fields with the command's own options (its parameters after ``flags``) after ``--seed``,
-    or right after ``--truth`` for those named in ``after_truth``; typer calls it with every
-    option by name, and ``command`` gets the shared ones as one :class:`ComparisonFlags`."""
-    own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+    """``command(flags, **own)`` as a typer command, ``flags`` a dataclass of options
+    (:class:`ComparisonFlags`, :class:`RowCurveFlags`): its signature is the dataclass'
+    fields with the command's own options (its parameters after ``flags``) after the field
+    ``after`` (default: the last), or right after ``truth`` (the first field) for those named
+    in ``after_truth``; typer calls it with every option by name, and ``command`` gets the
+    shared ones as one instance of the dataclass."""
+    params = list(inspect.signature(command, eval_str=True).parameters.values())
+    flags_type, own = params[0].annotation, params[1:]
+    shared = _flag_parameters(flags_type)
     first = [p for p in own if p.name in after_truth]
     later = [p for p in own if p.name not in after_truth]
-    at = [p.name for p in _FLAGS].index(_OWN_AFTER) + 1
-    params = [_FLAGS[0], *first, *_FLAGS[1:at], *later, *_FLAGS[at:]]  # [0]: --truth
+    at = len(shared) if after is None else [p.name for p in shared].index(after) + 1
+    ordered = [shared[0], *first, *shared[1:at], *later, *shared[at:]]
     names = {p.name for p in own}
 
     @functools.wraps(command)
     def run(**options: Any) -> None:
         mine = {name: options.pop(name) for name in names}
-        command(ComparisonFlags(**options), **mine)
+        command(flags_type(**options), **mine)
 
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in params]
+        [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in ordered]
     )
     return run
 
@@ -612,62 +623,46 @@ def report_cmd(
     _out.print(f"wrote {path}", highlight=False)
 
 
-def _curve(
-    which: str,
-    truth: Path,
-    run: list[str] | None,
-    recs: Path | None,
-    output: Path,
-    options: dict[str, Any],
-) -> None:
+@dataclass(frozen=True)
+class RowCurveFlags:
+    """The options of ``plot roc`` and ``plot pr``, declared once (as :class:`ComparisonFlags`)."""
+
+    truth: Annotated[Path, truth_opt]
+    output: Annotated[Path, out_opt]
+    recs: Annotated[Path | None, recs_opt] = None
+    run: Annotated[list[str] | None, run_opt] = None
+    user_col: Annotated[str, typer.Option(help="User id column.")] = "user"
+    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item"
+    score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score"
+    relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None
+    threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0
+    id_type: IdTypeOpt = None
+
+
+def _row_curves(draw: Callable[..., Any], flags: RowCurveFlags) -> None:
+    """Draw ``roc`` or ``pr`` of the runs of ``flags`` to its ``--output``."""
+    options = {
+        "user_col": flags.user_col, "item_col": flags.item_col, "score_col": flags.score_col,
+        "relevance_col": flags.relevance_col, "relevance_threshold": flags.threshold,
+        **({"id_type": flags.id_type} if flags.id_type else {}),
+    }  # fmt: skip
     try:
-        runs = _runs(run, recs)
-        _check_output(output, truth, runs, options)
-        draw = roc if which == "roc" else pr
-        draw(truth, runs, path=output, **options)
+        runs = _runs(flags.run, flags.recs)
+        _check_output(flags.output, flags.truth, runs, options)
+        draw(flags.truth, runs, path=flags.output, **options)
     except (RecevalError, OSError) as exc:
         raise _fail(exc) from None
-    _out.print(f"wrote {output}", highlight=False)
+    _out.print(f"wrote {flags.output}", highlight=False)
 
 
-def roc_cmd(
-    truth: Annotated[Path, truth_opt],
-    output: Annotated[Path, out_opt],
-    recs: Annotated[Path | None, recs_opt] = None,
-    run: Annotated[list[str] | None, run_opt] = None,
-    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
-    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
-    score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
-    relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-    threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
-    id_type: IdTypeOpt = None,
-) -> None:
+def roc_cmd(flags: RowCurveFlags) -> None:
     """ROC curves of the recommendation rows, labelled by truth."""
-    _curve("roc", truth, run, recs, output, {
-        "user_col": user_col, "item_col": item_col, "score_col": score_col,
-        "relevance_col": relevance_col, "relevance_threshold": threshold,
-        **({"id_type": id_type} if id_type else {}),
-    })  # fmt: skip
+    _row_curves(roc, flags)
 
 
-def pr_cmd(
-    truth: Annotated[Path, truth_opt],
-    output: Annotated[Path, out_opt],
-    recs: Annotated[Path | None, recs_opt] = None,
-    run: Annotated[list[str] | None, run_opt] = None,
-    user_col: Annotated[str, typer.Option(help="User id column.")] = "user",
-    item_col: Annotated[str, typer.Option(help="Item id column.")] = "item",
-    score_col: Annotated[str, typer.Option(help="Score column of recs.")] = "score",
-    relevance_col: Annotated[str | None, typer.Option(help="Relevance column.")] = None,
-    threshold: Annotated[float, typer.Option(help="Relevance threshold.")] = 1.0,
-    id_type: IdTypeOpt = None,
-) -> None:
+def pr_cmd(flags: RowCurveFlags) -> None:
     """Precision-recall curves of the recommendation rows, labelled by truth."""
-    _curve("pr", truth, run, recs, output, {
-        "user_col": user_col, "item_col": item_col, "score_col": score_col,
-        "relevance_col": relevance_col, "relevance_threshold": threshold,
-        **({"id_type": id_type} if id_type else {}),
-    })  # fmt: skip
+    _row_curves(pr, flags)
 
 
 def metric_at_k_cmd(
@@ -762,15 +757,16 @@ def per_user_cmd(
 
 def register_compare_commands(app: typer.Typer) -> None:
     """Add the ``compare``, ``report`` and ``plot`` commands to ``app``."""
-    app.command("compare")(_with_flags(compare_cmd))
-    app.command("report")(_with_flags(report_cmd, after_truth=("output",)))
+    # their own options after the statistics options (report's --output after --truth)
+    app.command("compare")(_with_flags(compare_cmd, after="seed"))
+    app.command("report")(_with_flags(report_cmd, after="seed", after_truth=("output",)))
     plot_app = typer.Typer(
         help="Plots: roc, pr, metric-at-k, per-user (PNG, SVG or PDF by the suffix of -o).",
         no_args_is_help=True,
         rich_markup_mode=None,  # plain help, as the app's
     )
     app.add_typer(plot_app, name="plot")
-    plot_app.command("roc")(roc_cmd)
-    plot_app.command("pr")(pr_cmd)
+    plot_app.command("roc")(_with_flags(roc_cmd))
+    plot_app.command("pr")(_with_flags(pr_cmd))
     plot_app.command("metric-at-k")(metric_at_k_cmd)
     plot_app.command("per-user")(per_user_cmd)

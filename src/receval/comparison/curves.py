@@ -102,48 +102,21 @@ def _labelled_runs(
         yield name, labels, scores
 
 
-def roc_curves(
-    truth: Any,
-    runs: Mapping[str, Any],
-    *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str | None = None,
-    relevance_threshold: float = 1,
-    id_type: str | Mapping[str, str] = "auto",
-) -> dict[str, RocCurve]:
-    """Run name -> the ROC curve of its recommendation rows (labelled as for :func:`roc`)."""
-    labelled = _labelled_runs(
-        truth, runs, "roc", user_col=user_col, item_col=item_col, score_col=score_col,
-        relevance_col=relevance_col, relevance_threshold=relevance_threshold, id_type=id_type,
-    )  # fmt: skip
+def roc_curves(truth: Any, runs: Mapping[str, Any], **columns: Any) -> dict[str, RocCurve]:
+    """Run name -> the ROC curve of its recommendation rows, labelled by truth as for
+    :func:`roc` (``columns``: its ``user_col`` ... ``id_type``)."""
     out = {}
-    for name, labels, scores in labelled:
+    for name, labels, scores in _labelled_runs(truth, runs, "roc", **columns):
         fpr, tpr, _ = roc_curve(labels, scores)
         out[name] = RocCurve(fpr, tpr, auc(labels, scores))
     return out
 
 
-def pr_curves(
-    truth: Any,
-    runs: Mapping[str, Any],
-    *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str | None = None,
-    relevance_threshold: float = 1,
-    id_type: str | Mapping[str, str] = "auto",
-) -> dict[str, PrCurve]:
-    """Run name -> the precision-recall curve of its recommendation rows (labelled as for
-    :func:`roc`)."""
-    labelled = _labelled_runs(
-        truth, runs, "pr", user_col=user_col, item_col=item_col, score_col=score_col,
-        relevance_col=relevance_col, relevance_threshold=relevance_threshold, id_type=id_type,
-    )  # fmt: skip
+def pr_curves(truth: Any, runs: Mapping[str, Any], **columns: Any) -> dict[str, PrCurve]:
+    """Run name -> the precision-recall curve of its recommendation rows, labelled by truth
+    as for :func:`roc` (``columns``: its ``user_col`` ... ``id_type``)."""
     out = {}
-    for name, labels, scores in labelled:
+    for name, labels, scores in _labelled_runs(truth, runs, "pr", **columns):
         precision, recall, _ = pr_curve(labels, scores)
         out[name] = PrCurve(precision, recall, average_precision(labels, scores))
     return out
