@@ -8,18 +8,38 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+from helpers.examples import FULL
+
+# the README's test command draws few examples (its "quick" default), .ci/run every property
+# test again with each test's full number (--hypothesis-profile=full): tests/helpers/examples.py
+settings.register_profile("full", max_examples=FULL)
+settings.register_profile("quick", max_examples=FULL // 4)
+settings.load_profile("quick")
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    """A local Spark session (2 cores) for one test module, stopped after it. 4 shuffle
-    partitions: Spark's default of 200 costs ~50 ms of Python worker per task."""
-    from receval.engines.spark import session  # pyspark is imported only by the Spark tests
+@pytest.fixture(scope="session")
+def _spark_sessions() -> Iterator[list[Any]]:
+    """The run's local Spark sessions, stopped at its end: one, unless a test stopped it."""
+    sessions: list[Any] = []
+    yield sessions
+    for spark in sessions:
+        spark.stop()
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = session("local[2]", **{"spark.sql.shuffle.partitions": "4"})
-    yield spark
-    spark.stop()
+
+@pytest.fixture
+def spark(_spark_sessions: list[Any]) -> Any:
+    """One local Spark session (2 cores) for every test of the run: starting one costs ~5 s, and
+    each module started its own. A test that stops it (tests/engines/test_spark_stopped.py)
+    gets it replaced for the next one. 4 shuffle partitions: Spark's default of 200 costs
+    ~50 ms of Python worker per task."""
+    from receval.engines.spark import _is_stopped, session  # pyspark: the Spark tests only
+
+    if not _spark_sessions or _is_stopped(_spark_sessions[-1]):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        _spark_sessions.append(session("local[2]", **{"spark.sql.shuffle.partitions": "4"}))
+    return _spark_sessions[-1]
 
 
 CI_ONLY = frozenset(
@@ -42,7 +62,13 @@ CI_ONLY = frozenset(
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the :data:`CI_ONLY` cases slow."""
+    """Mark the :data:`CI_ONLY` cases slow, the Hypothesis tests ``property`` (.ci/run runs
+    those again under the full profile), and put the tests that start Spark in one xdist group:
+    under ``-n`` (the README's test command) one worker runs them all in one JVM."""
     for item in items:
         if item.nodeid in CI_ONLY:
             item.add_marker(pytest.mark.slow)
+        if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.nodeid.split("[")[0]:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)

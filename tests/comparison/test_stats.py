@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from helpers.examples import examples
 from receval import InputError
 from receval.comparison.stats import (
     bootstrap_ci,
@@ -178,7 +179,7 @@ def test_corrections_second_example_with_nan_and_caps() -> None:
 
 
 @given(st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=30))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_correction_invariants(ps: list[float]) -> None:
     p = np.array(ps)
     bonf, holm, bh = correct(p, "bonferroni"), correct(p, "holm"), correct(p, "bh")
@@ -278,7 +279,7 @@ def test_bootstrap_edge_cases_and_errors() -> None:
     st.lists(st.floats(0, 1, allow_nan=False), min_size=2, max_size=40),
     st.integers(0, 2**32 - 1),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 def test_bootstrap_interval_inside_data_range(values: list[float], seed: int) -> None:
     x = np.array(values)
     for method in ("bca", "percentile"):

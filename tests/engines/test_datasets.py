@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers.examples import examples
 from receval.datasets import Interactions, make_interactions, make_train
 
 
@@ -282,7 +283,7 @@ def test_n_recs_above_catalogue_is_capped() -> None:
     assert (data.recs.group_by("user").len()["len"] == 3).all()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.fixed_dictionaries(
         {

@@ -27,6 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.examples import examples
 from helpers.optional import import_torch
 
 TIES = ("expected", "first", "trec", "optimistic", "pessimistic")
@@ -1047,7 +1048,7 @@ def model_cases(draw: st.DrawFn) -> tuple[Case, Any, str]:
     return case, cands, draw(st.sampled_from(TIES))
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model_cases())
 def test_property_model_equals_brute_force(drawn: tuple[Case, Any, str]) -> None:
     case, cands, ties = drawn

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.examples import examples
 from receval.engines.model import pair_offsets
 from receval.families import ranking as R
 from receval.families.ranking import match_users
@@ -155,7 +156,7 @@ def reference_lists(users: np.ndarray, cols: np.ndarray, n: int) -> tuple[np.nda
     return np.cumsum(offsets), np.array([c for _, c in pairs], dtype=np.int64)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.integers(1, 40).flatmap(
         lambda n: st.tuples(
@@ -187,7 +188,7 @@ def test_distinct_within_sorts_in_place_and_compacts() -> None:
     assert val2 is ordered and off2.tolist() == [0, 1, 3]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.lists(st.integers(-1, 12), max_size=8), min_size=1, max_size=12),
     st.lists(st.lists(st.integers(0, 12), max_size=6), min_size=12, max_size=12),
@@ -219,7 +220,7 @@ def polars_positions(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
     return joined["g"].fill_null(-1).to_numpy()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.integers(-(2**63), 2**63 - 1),
     st.lists(st.integers(0, 60), min_size=1, max_size=40, unique=True),
@@ -253,7 +254,7 @@ def test_match_users_extremes_and_the_join_path() -> None:
 # ------------------------------------------------------------------ the counting pass
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     st.integers(0, 9000),
     st.integers(0, 9000),

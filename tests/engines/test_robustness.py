@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import receval
+from helpers.examples import examples
 from receval.cli import app
 
 METRICS = ["ndcg@3", "map", "mrr", "recall@2", "precision@2", "hit_rate@1"]
@@ -42,7 +43,7 @@ ROBUST = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-SETTINGS = settings(ROBUST, max_examples=60)
+SETTINGS = settings(ROBUST, max_examples=examples(60))
 
 INT_TYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 CONTAINERS = ["dict", "polars", "lazy", "pandas", "arrow", "parquet", "csv"]
@@ -268,7 +269,7 @@ def test_every_container_and_dtype(
     assert _summary(got) == _summary(canonical)
 
 
-@settings(ROBUST, max_examples=25)
+@settings(ROBUST, max_examples=examples(25))
 @given(data=st.data(), pair=tables())
 def test_command_line_never_shows_a_traceback(
     data: st.DataObject, pair: tuple[Table, Table], tmp_path_factory: pytest.TempPathFactory
@@ -312,7 +313,7 @@ def test_command_line_never_shows_a_traceback(
 # from what was accepted keeps each mean the mean of its own per-user values.
 
 EV_METRICS = ["recall@2", "ndcg@3", "precision@1"]
-EV_SETTINGS = settings(ROBUST, max_examples=25)
+EV_SETTINGS = settings(ROBUST, max_examples=examples(25))
 EV_ID = st.one_of(st.integers(0, 6), st.sampled_from(["a", "b", "c"]))
 
 
@@ -525,7 +526,7 @@ def _check_latex(text: str, n_models: int, n_metrics: int) -> None:
         assert row[0] not in "[*", row
 
 
-@settings(ROBUST, max_examples=30)
+@settings(ROBUST, max_examples=examples(30))
 @given(
     names=st.lists(HOSTILE_NAMES, min_size=2, max_size=3, unique=True),
     labels=st.none() | st.lists(HOSTILE_NAMES, min_size=2, max_size=2),
@@ -830,7 +831,7 @@ def split_calls(draw: st.DrawFn) -> tuple[str, dict[str, Any], bool]:
     return method, options, good
 
 
-@settings(ROBUST, max_examples=40)
+@settings(ROBUST, max_examples=examples(40))
 @given(data=st.data())
 def test_split_bad_input_is_a_receval_error(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -885,7 +886,7 @@ def _check_split(data: st.DataObject, tmp_path_factory: pytest.TempPathFactory) 
     assert isinstance(again, receval.SplitAudit), again
 
 
-@settings(ROBUST, max_examples=30)
+@settings(ROBUST, max_examples=examples(30))
 @given(data=st.data())
 def test_audit_split_bad_input_is_a_receval_error(
     data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
@@ -930,7 +931,7 @@ SAMPLING_VALUES: dict[str, list[Any]] = {
 }
 
 
-@settings(ROBUST, max_examples=30)
+@settings(ROBUST, max_examples=examples(30))
 @given(data=st.data())
 def test_sampling_bad_input_is_a_receval_error(data: st.DataObject) -> None:
     _check_sampling(data)
@@ -1020,7 +1021,7 @@ def _one_line_or_success(result: Any) -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
 
 
-_CLI_SETTINGS = settings(ROBUST, max_examples=20)
+_CLI_SETTINGS = settings(ROBUST, max_examples=examples(20))
 
 
 @_CLI_SETTINGS

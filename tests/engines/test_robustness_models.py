@@ -23,8 +23,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.examples import examples
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 METRICS = ["ndcg@3", "mrr", "recall@2", "hit_rate@1"]
 DTYPES = ["float64", "float32", "float16", "longdouble", "int64", "uint8", "bool", "complex",
           "object"]  # fmt: skip

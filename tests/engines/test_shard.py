@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.examples import examples
 from helpers.shard import (
     DATA,
     TIES,
@@ -253,7 +254,7 @@ HYP_ITEMS = pl.DataFrame(
 HYP_TRAIN = pl.DataFrame({"user": [i % 4 for i in range(20)], "item": [i % 7 for i in range(20)]})
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     data=small_data(),
     n_shards=st.integers(1, 6),

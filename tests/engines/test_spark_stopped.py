@@ -2,7 +2,8 @@
 ``AssertionError``: DataFrames of a stopped session, ``spark=`` a stopped session, and
 DataFrames of a stopped session handed with a live one.
 
-Its own module: the test stops the session, which no other module's test may meet.
+Its own module: the test stops the run's shared session (the `spark` fixture starts another for
+the next test that asks).
 """
 
 from __future__ import annotations

@@ -26,10 +26,13 @@ from hypothesis import strategies as st
 import receval
 from helpers import brute
 from helpers.cases import Case, assert_matches_brute, cases, per_user, random_case, run_receval
+from helpers.examples import examples
 from receval.metrics.registry import parse_metrics
 
 POLICIES = brute.TIES
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # ------------------------------------------------------------------ worked by hand
 

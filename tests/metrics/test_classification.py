@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import receval
+from helpers.examples import examples
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
 
@@ -407,7 +408,7 @@ labels_scores = st.integers(2, 40).flatmap(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(labels_scores)
 def test_auc_properties(case: tuple[list[int], list[float]]) -> None:
     y, s = case
@@ -421,7 +422,7 @@ def test_auc_properties(case: tuple[list[int], list[float]]) -> None:
     assert receval.auc(np.array(y)[perm], arr[perm]) == a
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(labels_scores)
 def test_curves_properties(case: tuple[list[int], list[float]]) -> None:
     y, s = case
@@ -437,7 +438,7 @@ def test_curves_properties(case: tuple[list[int], list[float]]) -> None:
     assert 0 <= receval.average_precision(y, s) <= 1
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(
         st.tuples(st.integers(0, 4), st.integers(0, 1), st.integers(0, 3).map(float)),

@@ -39,6 +39,7 @@ import receval
 from helpers.beyond import frames
 from helpers.beyond import make_case as beyond_case
 from helpers.cases import Case, random_case, recs_frame, truth_frame
+from helpers.examples import examples
 from receval import InputError, MetricSpec
 from receval._errors import UndefinedMetricWarning
 
@@ -712,7 +713,7 @@ ITEM_TABLE = pl.DataFrame(
 TRAIN = pl.DataFrame({"user": [i % 5 for i in range(30)], "item": [i % 9 for i in range(30)]})
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(recs=recs_frames(), k=st.sampled_from([None, 1, 2, 3, 5]))
 def test_beyond_properties(recs: pl.DataFrame, k: int | None) -> None:
     at = "" if k is None else f"@{k}"
@@ -748,7 +749,7 @@ class _nothing:
         return None
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(recs=recs_frames())
 def test_coverage_is_monotone_in_k(recs: pl.DataFrame) -> None:
     ks = [1, 2, 3, 5, 8]
@@ -760,7 +761,7 @@ def test_coverage_is_monotone_in_k(recs: pl.DataFrame) -> None:
     )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(n_items=st.integers(1, 12), n_users=st.integers(1, 5), k=st.integers(1, 4))
 def test_gini_zero_and_entropy_maximal_for_uniform_exposure(
     n_items: int, n_users: int, k: int

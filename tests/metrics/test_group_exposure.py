@@ -28,6 +28,7 @@ from scipy.stats import entropy
 import receval
 from helpers import fairness as F
 from helpers.beyond import brute_lists, frames, make_case
+from helpers.examples import examples
 from helpers.shard import assert_same
 from receval.engines.shard import evaluate_sharded
 from receval.kernels.exact import segment_parts, segment_totals
@@ -261,7 +262,7 @@ TABLE = pl.DataFrame(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     recs=recs_frames(),
     k=st.sampled_from([None, 1, 2, 5]),

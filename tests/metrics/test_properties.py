@@ -32,9 +32,12 @@ from helpers.cases import (
     run_receval,
     truth_frame,
 )
+from helpers.examples import examples
 
 POLICIES = brute.TIES
-FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 # metrics that need no gain map (any relevance value is allowed)
 PLAIN_METRICS = [m for m in ALL_METRICS if "{" not in m]
 

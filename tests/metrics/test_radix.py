@@ -21,13 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import receval
+from helpers.examples import examples
 from receval.arrays import classification as C
 from receval.engines.shard import evaluate_sharded
 from receval.families.pointwise import ScoreHistogram
 from receval.kernels import sort as S
 from receval.kernels.exact import total
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 SPECIAL = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -np.inf, np.inf, 1.0, -1.0]
 BIG_INTS = [2**63 - 1024, -(2**63), 2**62 + 2**10, -(2**62) - 2**10, 2**53 + 2, -(2**53) - 2]

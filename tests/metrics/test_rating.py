@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sklearn import metrics as skm
 
 import receval
+from helpers.examples import examples
 from helpers.rating import FUNCS, SKLEARN
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
@@ -158,7 +159,7 @@ pairs = st.integers(1, 30).flatmap(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(pairs)
 def test_properties(case: tuple[list[float], list[float], list[int]]) -> None:
     y, p, g = (np.array(c) for c in case)
