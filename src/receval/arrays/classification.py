@@ -55,7 +55,6 @@ from receval.kernels.grouping import (
 )
 from receval.kernels.memory import uninitialised
 from receval.kernels.pools import check_pools, run_chunks
-from receval.kernels.ranking import frozen, longest_range
 from receval.kernels.sort import (
     class_keys,
     float_keys,
@@ -66,6 +65,7 @@ from receval.kernels.sort import (
     sort_keys,
     sort_pairs,
 )
+from receval.kernels.toolbox import frozen, longest_range
 
 __all__ = [
     "ConfusionMatrix",

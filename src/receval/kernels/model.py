@@ -33,11 +33,9 @@ from receval.kernels.ranking import (
     POLICY_TREC,
     _cascade_metrics,
     _group_metrics,
-    _sort_desc,
     cascade_flag,
-    frozen,
-    longest_range,
 )
+from receval.kernels.toolbox import frozen, longest_range, sort_desc
 
 _LINEAR_MAX = 8  # up to this many distinct truth scores, one counting pass per score
 _RUN = 256  # columns whose maximum the top-K selection checks at once
@@ -349,7 +347,7 @@ def _scan_chunk(
                     nc += 1
         for i in range(nc):
             members[i] = i
-        _sort_desc(keys, members, tmp, np.int64(0), nc)  # descending -score: ascending score
+        sort_desc(keys, members, tmp, np.int64(0), nc)  # descending -score: ascending score
         d = 0
         for i in range(nc):
             a = perm[members[i]]
@@ -557,7 +555,7 @@ def _rank_chunk(
         for i in range(nm):  # list order: ascending position
             keys[i] = -float(pos[i])
             order[i] = i
-        _sort_desc(keys, order, itmp_buf, np.int64(0), nm)
+        sort_desc(keys, order, itmp_buf, np.int64(0), nm)
         ng = 0
         for i in range(nm):
             a = rows[order[i]]

@@ -39,6 +39,15 @@ import numpy as np
 from numba import njit, prange
 
 from receval.kernels.pools import run_chunks
+from receval.kernels.toolbox import (
+    fill_table,
+    frozen,
+    sort_desc,
+    sort_group,
+    table_bits,
+    table_find,
+    table_put,
+)
 
 # Operation codes of the metric plan (kept in sync with receval.families.ranking.OPS).
 OP_PRECISION = 0
@@ -73,198 +82,11 @@ STATUS_DUP_RECS = 2
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _table_bits(n: int) -> int:
-    """log2 of a power-of-two table size with load factor <= 1/2."""
-    bits = 1
-    while (1 << bits) < 2 * n:
-        bits += 1
-    return bits
-
-
-@njit(cache=True, nogil=True)
-def longest_range(offsets: np.ndarray, lo: int, hi: int) -> int:
-    """The most rows of ranges ``lo .. hi - 1`` (range ``r``: ``offsets[r]:offsets[r + 1]``),
-    at least 1: the size of a chunk's scratch buffers."""
-    longest = 1
-    for r in range(lo, hi):
-        longest = max(longest, offsets[r + 1] - offsets[r])
-    return longest
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _slot(key: int, bits: int) -> int:
-    """Fibonacci hashing of an int64 key into ``bits`` bits."""
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64(h >> np.uint64(64 - bits))  # type: ignore[return-value]
-
-
-@njit(cache=True, nogil=True)
-def _fill_table(
-    items: np.ndarray,
-    lo: int,
-    hi: int,
-    tab_key: np.ndarray,
-    tab_val: np.ndarray,
-    tab_stamp: np.ndarray,
-    stamp: int,
-) -> bool:
-    """Put items[lo:hi] (value: the row) in an open-addressing table; True on a duplicate.
-
-    Slots whose stamp differs from ``stamp`` are empty, so the table is never cleared; it is
-    probed with :func:`_slot` on ``_table_bits(hi - lo)`` bits.
-    """
-    bits = _table_bits(hi - lo)
-    for a in range(lo, hi):
-        slot = _put(items[a], bits, tab_key, tab_stamp, stamp)
-        if slot < 0:
-            return True
-        tab_val[slot] = a
-    return False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put(key: int, bits: int, tab_key: np.ndarray, tab_stamp: np.ndarray, stamp: int) -> int:
-    """Put ``key`` in the table under ``stamp`` and return its slot, or -1 when it is there
-    already (nothing put)."""
-    mask = (1 << bits) - 1
-    slot = _slot(key, bits)
-    while tab_stamp[slot] == stamp:
-        if tab_key[slot] == key:
-            return -1
-        slot = (slot + 1) & mask
-    tab_stamp[slot] = stamp
-    tab_key[slot] = key
-    return slot
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _find(
-    key: int, bits: int, tab_key: np.ndarray, tab_val: np.ndarray, tab_stamp: np.ndarray, stamp: int
-) -> int:
-    """The value stored for ``key`` by :func:`_fill_table` under ``stamp``, or -1."""
-    mask = (1 << bits) - 1
-    slot = _slot(key, bits)
-    while tab_stamp[slot] == stamp:
-        if tab_key[slot] == key:
-            return tab_val[slot]  # type: ignore[no-any-return]
-        slot = (slot + 1) & mask
-    return -1
-
-
-@njit(cache=True, nogil=True)
-def _sort_desc(
-    keys: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int | np.int64, hi: int
-) -> None:
-    """Stable sort of perm[lo:hi] by descending ``keys[perm[a]]`` (equal keys keep their order).
-
-    Insertion sort of runs of 16, then bottom-up merges through ``tmp[lo:hi]``. The one sort of
-    the ranking kernels: hand-written so that a first run compiles one small function instead
-    of NumPy's sorts for every kind, dtype and layout. Callers pass ``lo`` as an int64
-    (``np.int64(0)``, not ``0``): Numba compiles a function once more for each literal
-    argument, and also for the literal first value of a loop variable.
-    """
-    run = 16
-    for s in range(lo, hi, run):
-        e = min(s + run, hi)
-        for a in range(s + 1, e):
-            p = perm[a]
-            k = keys[p]
-            b = a - 1
-            while b >= s and keys[perm[b]] < k:
-                perm[b + 1] = perm[b]
-                b -= 1
-            perm[b + 1] = p
-    src = perm
-    dst = tmp
-    in_tmp = False
-    width = run
-    while lo + width < hi:
-        for s in range(lo, hi, 2 * width):
-            m = min(s + width, hi)
-            e = min(s + 2 * width, hi)
-            i = s
-            j = m
-            o = s
-            while i < m and j < e:
-                if keys[src[j]] > keys[src[i]]:  # ties take the left run first: stable
-                    dst[o] = src[j]
-                    j += 1
-                else:
-                    dst[o] = src[i]
-                    i += 1
-                o += 1
-            while i < m:
-                dst[o] = src[i]
-                i += 1
-                o += 1
-            while j < e:
-                dst[o] = src[j]
-                j += 1
-                o += 1
-        src, dst = dst, src
-        in_tmp = not in_tmp
-        width *= 2
-    if in_tmp:
-        for a in range(lo, hi):
-            perm[a] = tmp[a]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sort_group(
-    key: np.ndarray,
-    order: np.ndarray,
-    prow: np.ndarray,
-    prel: np.ndarray,
-    perm: np.ndarray,
-    itmp: np.ndarray,
-    ftmp: np.ndarray,
-    lo: int | np.int64,
-    hi: int,
-) -> None:
-    """Stable sort of positions lo..hi-1 by descending ``key``, carrying ``order``, ``prow`` and
-    ``prel``: insertion sort in place for a short group, else :func:`_sort_desc` of a
-    permutation (``perm``, ``itmp``, ``ftmp``: scratch; ``key`` is then left as is)."""
-    if hi - lo <= 32:
-        for a in range(lo + 1, hi):
-            k = key[a]
-            o = order[a]
-            r = prow[a]
-            v = prel[a]
-            b = a - 1
-            while b >= lo and key[b] < k:
-                key[b + 1] = key[b]
-                order[b + 1] = order[b]
-                prow[b + 1] = prow[b]
-                prel[b + 1] = prel[b]
-                b -= 1
-            key[b + 1] = k
-            order[b + 1] = o
-            prow[b + 1] = r
-            prel[b + 1] = v
-        return
-    for a in range(lo, hi):
-        perm[a] = a
-    _sort_desc(key, perm, itmp, lo, hi)
-    for a in range(lo, hi):
-        itmp[a] = order[perm[a]]
-    for a in range(lo, hi):
-        order[a] = itmp[a]
-    for a in range(lo, hi):
-        itmp[a] = prow[perm[a]]
-    for a in range(lo, hi):
-        prow[a] = itmp[a]
-    for a in range(lo, hi):
-        ftmp[a] = prel[perm[a]]
-    for a in range(lo, hi):
-        prel[a] = ftmp[a]
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, hi: int) -> float:
     """Sum of values[lo:hi] taken in ascending order (``perm``, ``tmp``: scratch)."""
     for a in range(lo, hi):
         perm[a] = a
-    _sort_desc(values, perm, tmp, lo, hi)
+    sort_desc(values, perm, tmp, lo, hi)
     total = 0.0
     for a in range(hi - 1, lo - 1, -1):
         total += values[perm[a]]
@@ -409,7 +231,7 @@ def _cascade_value(
             # the group adds sum_{t<=j} (E[D_{t-1}] - E[D_t]) / (s + t).
             for a in range(r):
                 perm_buf[mlo + a] = mlo + a
-            _sort_desc(tkey, perm_buf, itmp_buf, mlo, mlo + r)
+            sort_desc(tkey, perm_buf, itmp_buf, mlo, mlo + r)
             cbuf[0] = 1.0
             for i in range(1, r + 1):
                 y = 1.0 - tkey[perm_buf[mlo + i - 1]]
@@ -680,7 +502,7 @@ def _group_metrics(
                     for a in range(nt):
                         ftmp_buf[a] = t_gain[gv, ts + a]
                         perm_buf[a] = a
-                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
+                    sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
                     for a in range(nt):
                         ideal_buf[a] = ftmp_buf[perm_buf[a]]
                     ideal_gv = gv
@@ -845,9 +667,9 @@ def _score_user(
     nt = te - ts
     # truth of the user in a hash table keyed by item
     stamp = u + 1
-    if _fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
+    if fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
         return STATUS_DUP_TRUTH
-    tbits = _table_bits(nt)
+    tbits = table_bits(nt)
     for c in range(thresholds.shape[0]):
         cnt = 0
         for a in range(ts, te):
@@ -867,13 +689,13 @@ def _score_user(
         # the groups of the matched items only, from counts of scores (_counted_groups): no
         # sort of the list, the same groups and values as the sort below
         checked = True
-        sbits = _table_bits(n)
+        sbits = table_bits(n)
         k = 0
         for p in range(n):  # one pass: the search for duplicates and the match with truth
             row = rs + p
-            if _put(r_item[row], sbits, seen_key, seen_stamp, stamp) < 0:
+            if table_put(r_item[row], sbits, seen_key, seen_stamp, stamp) < 0:
                 return STATUS_DUP_RECS  # the item came before in this list
-            trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+            trow = table_find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
             if trow >= 0:
                 t_match[trow] = row
                 order_buf[k] = p
@@ -907,16 +729,16 @@ def _score_user(
         if not ordered:
             for p in range(n):
                 tkey_buf[p] = r_score[rs + p]
-            _sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see _sort_desc
+            sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see sort_desc
     dup = not checked and n > 1
-    if dup and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
+    if dup and fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
     prel = prel_buf[:n]
     tkey = tkey_buf[:n]
     for p in range(n):
         row = rs + order[p]
-        trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+        trow = table_find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
         prow[p] = trow
         prel[p] = 0.0
         if trow >= 0:
@@ -943,7 +765,7 @@ def _score_user(
                 # stable sort before the sort by relevance
                 for a in range(p, q):
                     tkey[a] = 1.0 if (prow[a] >= 0) == (policy == POLICY_OPTIMISTIC) else 0.0
-                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
+                sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             if policy != POLICY_FIRST:
                 for a in range(p, q):
                     if policy == POLICY_TREC:
@@ -952,7 +774,7 @@ def _score_user(
                         tkey[a] = prel[a]
                     else:
                         tkey[a] = -prel[a]
-                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
+                sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             for a in range(p, q):
                 gstart[ng] = a
                 ng += 1
@@ -1033,8 +855,8 @@ def _rank_chunk(
         nt_max = max(nt_max, t_off[u + 1] - t_off[u])
         if u2r[u] >= 0:
             n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
-    tsize = 1 << _table_bits(nt_max)
-    rsize = 1 << _table_bits(n_max)
+    tsize = 1 << table_bits(nt_max)
+    rsize = 1 << table_bits(n_max)
     tab_key = np.empty(tsize, dtype=np.int64)
     tab_val = np.empty(tsize, dtype=np.int64)
     tab_stamp = np.empty(tsize, dtype=np.int64)
@@ -1088,13 +910,13 @@ def _duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray
         n_max = 1
         for a in range(lo, hi):
             n_max = max(n_max, offsets[groups[a] + 1] - offsets[groups[a]])
-        size = 1 << _table_bits(n_max)
+        size = 1 << table_bits(n_max)
         seen_key = np.empty(size, dtype=np.int64)
         seen_val = np.empty(size, dtype=np.int64)
         seen_stamp = np.zeros(size, dtype=np.int64)
         for a in range(lo, hi):
             g = groups[a]
-            flags[a] = _fill_table(
+            flags[a] = fill_table(
                 items, offsets[g], offsets[g + 1], seen_key, seen_val, seen_stamp, a + 1
             )
     return flags
@@ -1140,13 +962,6 @@ def _text_order_keys(values: np.ndarray) -> np.ndarray:
 # hands out zero-copy read-only views) is a different type from a writable one. The wrappers
 # pass every input array read-only, so each kernel has exactly one signature: compiled once,
 # cached on disk, and never compiled again whatever the input's origin.
-
-
-def frozen(array: np.ndarray) -> np.ndarray:
-    """A read-only view of ``array`` (one compiled signature per kernel)."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
 
 
 def rank_users(
