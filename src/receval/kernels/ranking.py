@@ -7,13 +7,16 @@ computes the same but compiles 2-3 s slower on a first run);
 :func:`receval.families.ranking.match` builds the plan and reads the results. Everything
 accumulates in float64.
 
-The kernel sees the canonical layout built by :mod:`receval.data.layout`:
+The kernel sees the canonical layout built by :mod:`receval.data.layout`, in argument groups
+(NamedTuples of arrays, built once by :func:`rank_users`):
 
-* truth: rows grouped by user, ``t_off`` (offsets), ``t_item`` (int64 item keys), ``t_rel``
-  (relevance) and ``t_gain`` (one row of gains per gain variant);
-* recs: rows grouped by user in input order, ``r_off``, ``r_item``, ``r_score`` (higher is
-  better) and ``r_tie`` (the ``trec`` tiebreak key, higher first; empty unless needed);
-* ``u2r``: for each truth user, its recs group or -1.
+* :class:`Truth`: rows grouped by user, offsets, int64 item keys, relevance and one row of
+  gains per gain variant;
+* :class:`Recs`: rows grouped by user in input order, offsets, item keys, scores (higher is
+  better), the ``trec`` tiebreak key (higher first; empty unless needed) and ``u2r``: for
+  each truth user, its recs group or -1;
+* :class:`Plan`: the metrics (opcodes, cutoffs, thresholds, gains, float parameters) and the
+  tie policy; :class:`Outputs`, :class:`Buffers` and :class:`Scratch`: what the kernel writes.
 
 Ties. The user's list is ordered by score (stable). Under ``expected`` every run of equal
 scores is a tie group; under the other policies the group is ordered by its tiebreak and every
