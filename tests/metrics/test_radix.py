@@ -25,8 +25,10 @@ from helpers.examples import examples
 from receval.arrays import classification as C
 from receval.engines.shard import evaluate_sharded
 from receval.families.pointwise import ScoreHistogram
+from receval.kernels import classification as KC
 from receval.kernels import sort as S
 from receval.kernels.exact import total
+from receval.kernels.grouping import counting_sort
 
 FAST = settings(
     max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -46,23 +48,23 @@ tied = st.lists(st.sampled_from([*SPECIAL[:5], 0.5, -0.5]), min_size=1, max_size
 @contextmanager
 def radix_from(rows: int) -> Iterator[None]:
     """Sort by radix from ``rows`` rows on (0: always; a huge number: never)."""
-    old = C._RADIX_MIN
-    C._RADIX_MIN = rows
+    old = KC._RADIX_MIN
+    KC._RADIX_MIN = rows
     try:
         yield
     finally:
-        C._RADIX_MIN = old
+        KC._RADIX_MIN = old
 
 
 @contextmanager
 def setting(name: str, value: object) -> Iterator[None]:
-    """``receval.arrays.classification``'s ``name`` set to ``value`` for a while."""
-    old = getattr(C, name)
-    setattr(C, name, value)
+    """``receval.kernels.classification``'s ``name`` set to ``value`` for a while."""
+    old = getattr(KC, name)
+    setattr(KC, name, value)
     try:
         yield
     finally:
-        setattr(C, name, old)
+        setattr(KC, name, old)
 
 
 def split_below(rows: int) -> contextlib.AbstractContextManager[None]:
@@ -219,7 +221,7 @@ def test_large_sort_several_threads() -> None:
 
 def old_threshold_counts(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, ...]:
     """The code the radix path replaced: np.unique and searchsorted on sorted floats."""
-    pos, neg = C.sorted_classes(y, s)
+    pos, neg = KC.sorted_classes(y, s)
     thresholds = np.unique(s)[::-1]
     tps = pos.shape[0] - np.searchsorted(pos, thresholds, side="left")
     fps = neg.shape[0] - np.searchsorted(neg, thresholds, side="left")
@@ -227,7 +229,7 @@ def old_threshold_counts(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, ...]
 
 
 def old_auc(y: np.ndarray, s: np.ndarray) -> float:
-    return C.auc_from_sorted(*C.sorted_classes(y, s))
+    return C.auc_from_sorted(*KC.sorted_classes(y, s))
 
 
 def old_ap(y: np.ndarray, s: np.ndarray) -> float:
@@ -236,8 +238,8 @@ def old_ap(y: np.ndarray, s: np.ndarray) -> float:
 
 
 def old_group_counts(codes: np.ndarray, n_groups: int, y: np.ndarray, s: np.ndarray) -> tuple:
-    offsets, order = C._counting_order(codes, n_groups)
-    return C._group_pair_counts(offsets, y[order], s[order])
+    offsets, order = counting_sort(codes, n_groups)
+    return KC._group_pair_counts(offsets, y[order], s[order])
 
 
 def old_of_rows(s: np.ndarray, bits: np.ndarray, n: int) -> tuple[np.ndarray, ...]:
@@ -310,7 +312,7 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
     with radix_from(0):
         for split in (0, 1 << 62):  # the radix sort by (group, key); the split by group
             with split_below(split):
-                new = C.group_pair_counts(codes, keys.len(), y, s)
+                new = KC.group_pair_counts(codes, keys.len(), y, s)
             for a, b in zip(new, old, strict=True):
                 assert a.tobytes() == b.tobytes()
         for weight in ("impressions", "clicks", "uniform"):
@@ -321,7 +323,7 @@ def test_gauc_as_before(n: int, groups: int, distinct: int) -> None:
         order = np.argsort(codes, kind="stable")
         for apart in (0, 1 << 40):  # group by group; or radix-sorted as ungrouped rows
             with groups_apart_from(apart):
-                grouped = C.grouped_pair_counts(offsets, y[order], s[order])
+                grouped = KC.grouped_pair_counts(offsets, y[order], s[order])
             for a, b in zip(grouped, old, strict=True):
                 assert a.tobytes() == b.tobytes()
 
@@ -378,9 +380,9 @@ def test_gauc_split_against_every_pair(
         setting("_PAIRS_PER_ROW_BIT", per_row_bit),
         setting("n_chunks_for", lambda n: max(1, min(chunks, n))),
     ):
-        got = C._split_pair_counts(codes, len(sizes), y, s)
+        got = KC._split_pair_counts(codes, len(sizes), y, s)
         with radix_from(0), groups_apart_from(0):  # rows grouped already: group by group
-            grouped = C.grouped_pair_counts(offsets, y[order], s[order])
+            grouped = KC.grouped_pair_counts(offsets, y[order], s[order])
     for a, b, c in zip(got, grouped, want, strict=True):
         assert a.tobytes() == c.tobytes()
         assert b.tobytes() == c.tobytes()
@@ -402,7 +404,7 @@ def test_small_key_sort_is_numpys(values: list[int], spread: int, seed: int) -> 
     want = keys.copy()
     want[lo:hi].sort()
     tmp = rng.integers(0, 2**63, keys.size).astype(np.uint64)
-    C._sort_small_keys(keys, tmp, np.empty(256, dtype=np.int64), lo, hi)
+    KC._sort_small_keys(keys, tmp, np.empty(256, dtype=np.int64), lo, hi)
     assert keys.tobytes() == want.tobytes()
 
 
@@ -412,7 +414,7 @@ def test_gauc_with_a_group_that_has_no_row() -> None:
     old = old_group_counts(codes, 5, y, s)
     for split in (0, 1 << 62):
         with radix_from(0), split_below(split):
-            new = C.group_pair_counts(codes, 5, y, s)
+            new = KC.group_pair_counts(codes, 5, y, s)
         for a, b in zip(new, old, strict=True):
             assert a.tobytes() == b.tobytes()
         assert new[0].tolist() == [300, 0, 500, 200, 0]

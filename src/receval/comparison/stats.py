@@ -23,10 +23,10 @@ import warnings
 from types import ModuleType
 from typing import Literal, get_args
 
-import numba
 import numpy as np
 
 from receval._errors import InputError, check_choice
+from receval.kernels.stats import flipped_sums
 
 __all__ = [
     "CiMethod",
@@ -203,29 +203,10 @@ def randomization(
     while done < n_permutations:  # random sign vectors, 8 per random byte
         m = min(rows, n_permutations - done)
         bits = rng.integers(0, 256, size=(m, (n + 7) // 8), dtype=np.uint8)
-        stats_ = np.abs(total - 2.0 * _flipped_sums(bits, d))
+        stats_ = np.abs(total - 2.0 * flipped_sums(bits, d))
         hits += int(np.count_nonzero(stats_ >= observed - tol))
         done += m
     return (1 + hits) / (1 + n_permutations)
-
-
-@numba.njit(cache=True)
-def _flipped_sum(bits: np.ndarray, d: np.ndarray) -> float:
-    """Sum of ``d`` over the positions whose bit is set (bits packed 8 to a byte, most
-    significant first, as ``numpy.packbits``)."""
-    total = 0.0
-    for j in range(d.size):  # branch-free: the bits are random
-        total += d[j] * ((bits[j >> 3] >> (7 - (j & 7))) & 1)
-    return total
-
-
-@numba.njit(parallel=True, cache=True)
-def _flipped_sums(bits: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """One :func:`_flipped_sum` per row of ``bits`` (one sign vector per row), in parallel."""
-    out = np.empty(bits.shape[0], dtype=np.float64)
-    for r in numba.prange(bits.shape[0]):
-        out[r] = _flipped_sum(bits[r], d)
-    return out
 
 
 def paired_test(

@@ -31,8 +31,9 @@ each user, so they are not sorted by score.
 Each chunk of users draws from its own random stream, seeded from ``(seed, chunk)``, so the
 output depends only on the arguments, never on the number of threads. The chunks run on Python
 threads (as many as :func:`numba.get_num_threads`; :func:`receval.kernels.pools.run_chunks`), each
-calling a ``nogil`` kernel that writes only its chunk's rows: a first run compiles these much
-faster than ``prange`` loops (benchmarks/README.md, "Cold start").
+calling a ``nogil`` kernel of :mod:`receval.kernels.synthetic` that writes only its chunk's rows:
+a first run compiles these much faster than ``prange`` loops (benchmarks/README.md, "Cold
+start").
 """
 
 from __future__ import annotations
@@ -43,16 +44,12 @@ from typing import Any, Literal
 
 import numpy as np
 import polars as pl
-from numba import njit
 from numpy.typing import NDArray
 
 from receval._errors import InputError, check_choice, check_integer, check_seed
-from receval.kernels.pools import run_chunks
+from receval.kernels.synthetic import CHUNK, outputs, recs_rows, truth_rows
 
 __all__ = ["Interactions", "make_interactions", "make_items", "make_train"]
-
-_CHUNK = 2048
-"""Users per random stream. Fixed, so the output does not depend on the thread count."""
 
 _GRADE_CDF = np.array([0.40, 0.65, 0.80, 0.92, 1.00])
 """Cumulative probabilities of latent grades 1..5."""
@@ -222,20 +219,18 @@ def make_interactions(
     truth_offsets = _offsets(n_truth)
     has_recs = np.flatnonzero(list_len > 0)
     recs_offsets = _offsets(list_len[has_recs])
-    truth_user, truth_item, truth_grade, recs_user, recs_item, recs_score = _outputs(
+    truth_user, truth_item, truth_grade, recs_user, recs_item, recs_score = outputs(
         truth_offsets[-1], recs_offsets[-1]
     )
     truth_seeds = _stream_seeds(seed, _TRUTH_STREAM, n_users)
-    run_chunks(
-        _truth_chunk, truth_seeds.size,
-        truth_offsets, item_of_rank, _GRADE_CDF, truth_seeds, truth_user, truth_item, truth_grade,
-    )  # fmt: skip
+    truth_rows(
+        truth_offsets, item_of_rank, _GRADE_CDF, truth_seeds, truth_user, truth_item, truth_grade
+    )
     relevance = truth_grade.astype(np.float64) if graded else np.ones(truth_grade.size)
     relevance[np.repeat(zero_user, n_truth)] = 0.0
 
     recs_seeds = _stream_seeds(seed, _RECS_STREAM, has_recs.size)
-    run_chunks(
-        _recs_chunk, recs_seeds.size,
+    recs_rows(
         has_recs.astype(np.int64), recs_offsets, truth_offsets, truth_item, truth_grade,
         item_of_rank, float(signal), -1 if score_decimals is None else score_decimals,
         recs_seeds, recs_user, recs_item, recs_score,
@@ -269,157 +264,10 @@ def _offsets(lengths: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def _stream_seeds(seed: int, stream: int, n_users: int) -> NDArray[np.uint32]:
-    """One 32-bit seed per chunk of ``_CHUNK`` users, derived from ``(seed, stream)``."""
-    n_chunks = -(-n_users // _CHUNK)
+    """One 32-bit seed per chunk of ``CHUNK`` users, derived from ``(seed, stream)``."""
+    n_chunks = -(-n_users // CHUNK)
     sequence = np.random.SeedSequence([seed, stream])
     return sequence.generate_state(max(n_chunks, 1), dtype=np.uint32).astype(np.uint32, copy=False)
-
-
-# Inside numba kernels only the legacy np.random API exists; its state is per thread, so
-# each chunk of users seeds it before drawing (see the module docstring).
-
-
-@njit(cache=True)
-def _seed(seed: int) -> None:
-    np.random.seed(seed)  # noqa: NPY002
-
-
-@njit(cache=True)
-def _uniform() -> float:
-    return np.random.random()  # noqa: NPY002
-
-
-@njit(cache=True)
-def _normal() -> float:
-    return np.random.standard_normal()  # noqa: NPY002
-
-
-@njit(cache=True)
-def _draw_new(
-    item_of_rank: NDArray[np.int64], stamp: NDArray[np.int32], token: int, size: int
-) -> int:
-    """An item not yet stamped with ``token``, drawn by popularity, then stamped.
-
-    After many misses (a list of ``size`` items holding most of the catalogue) it draws
-    uniformly, which keeps sampling fast.
-    """
-    n_items = item_of_rank.size
-    log_n = math.log(n_items + 1.0)
-    budget = 8 * size + 64
-    attempt = 0
-    while True:
-        if attempt < budget:  # continuous Zipf of exponent 1, see the module docstring
-            rank = min(int(math.exp(_uniform() * log_n)) - 1, n_items - 1)
-        else:
-            rank = min(int(_uniform() * n_items), n_items - 1)
-        attempt += 1
-        item = item_of_rank[rank]
-        if stamp[item] != token:
-            stamp[item] = token
-            return int(item)
-
-
-@njit(cache=True)
-def _outputs(n_truth: int, n_recs: int) -> tuple[NDArray[Any], ...]:
-    """The uninitialised output columns of the truth rows (user, item, grade) and of the recs
-    rows (user, item, score).
-
-    Allocated by Numba rather than NumPy: NumPy asks Linux for transparent huge pages for large
-    arrays, and filling them made ``make_interactions(10**6)`` (10^8 rows) 1-2 s slower on the
-    development machine (transparent huge pages on ``madvise``).
-    """
-    return (
-        np.empty(n_truth, dtype=np.int64),
-        np.empty(n_truth, dtype=np.int64),
-        np.empty(n_truth, dtype=np.int8),
-        np.empty(n_recs, dtype=np.int64),
-        np.empty(n_recs, dtype=np.int64),
-        np.empty(n_recs, dtype=np.float64),
-    )
-
-
-@njit(cache=True, nogil=True)
-def _truth_chunk(
-    chunk: int,
-    offsets: NDArray[np.int64],
-    item_of_rank: NDArray[np.int64],
-    grade_cdf: NDArray[np.float64],
-    seeds: NDArray[np.uint32],
-    user_col: NDArray[np.int64],
-    items: NDArray[np.int64],
-    grades: NDArray[np.int8],
-) -> None:
-    """Users, distinct popular items and latent grades of one chunk's truth rows."""
-    n_users = offsets.size - 1
-    _seed(seeds[chunk])
-    stamp = np.zeros(item_of_rank.size, dtype=np.int32)
-    first = chunk * _CHUNK
-    for user in range(first, min(first + _CHUNK, n_users)):
-        token = user - first + 1
-        start = offsets[user]
-        stop = offsets[user + 1]
-        for row in range(start, stop):
-            user_col[row] = user
-            items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-            u = _uniform()
-            grade = 1
-            while grade < 5 and u >= grade_cdf[grade - 1]:
-                grade += 1
-            grades[row] = grade
-
-
-@njit(cache=True, nogil=True)
-def _recs_chunk(
-    chunk: int,
-    users: NDArray[np.int64],
-    offsets: NDArray[np.int64],
-    truth_offsets: NDArray[np.int64],
-    truth_item: NDArray[np.int64],
-    truth_grade: NDArray[np.int8],
-    item_of_rank: NDArray[np.int64],
-    signal: float,
-    decimals: int,
-    seeds: NDArray[np.uint32],
-    user_col: NDArray[np.int64],
-    items: NDArray[np.int64],
-    scores: NDArray[np.float64],
-) -> None:
-    """Users, items and scores of one chunk's shuffled lists of chosen truth items and
-    popular items."""
-    n_truth_users = truth_offsets.size - 1
-    scale = 10.0**decimals if decimals >= 0 else 0.0
-    _seed(seeds[chunk])
-    stamp = np.zeros(item_of_rank.size, dtype=np.int32)
-    first = chunk * _CHUNK
-    for k in range(first, min(first + _CHUNK, users.size)):
-        token = k - first + 1
-        start = offsets[k]
-        stop = offsets[k + 1]
-        row = start
-        user = users[k]
-        for i in range(start, stop):
-            user_col[i] = user
-        if user < n_truth_users:
-            for t in range(truth_offsets[user], truth_offsets[user + 1]):
-                if row == stop:
-                    break
-                grade = truth_grade[t]
-                if _uniform() < 1.0 - math.exp(-signal * grade / 3.0):
-                    items[row] = truth_item[t]
-                    stamp[truth_item[t]] = token
-                    scores[row] = signal * grade / 2.0 + _normal()
-                    row += 1
-        while row < stop:
-            items[row] = _draw_new(item_of_rank, stamp, token, stop - start)
-            scores[row] = _normal()
-            row += 1
-        for i in range(stop - 1, start, -1):  # Fisher-Yates shuffle of the user's rows
-            j = start + int(_uniform() * (i - start + 1))
-            items[i], items[j] = items[j], items[i]
-            scores[i], scores[j] = scores[j], scores[i]
-        if decimals >= 0:
-            for i in range(start, stop):
-                scores[i] = np.rint(scores[i] * scale) / scale
 
 
 # ------------------------------------------------------------ inputs of the beyond metrics

@@ -77,7 +77,7 @@ from receval.families.ranking import (
 )
 from receval.kernels import grouping as G
 from receval.kernels import model as MK
-from receval.kernels.ranking import frozen
+from receval.kernels.toolbox import frozen
 from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 

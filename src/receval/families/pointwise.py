@@ -33,6 +33,8 @@ from receval.families.states import (
     state_rows,
     sum_by_key,
 )
+from receval.kernels import classification as KC
+from receval.kernels import rating as KR
 from receval.kernels.exact import parts_weighted, total
 from receval.metrics.registry import Metric
 
@@ -185,7 +187,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if name == "auc":
             need_classes(m, n_pos, n_rows, threshold)
             if threshold not in sorted_cache:
-                sorted_cache[threshold] = C.sorted_class_keys(labels, scores)
+                sorted_cache[threshold] = KC.sorted_class_keys(labels, scores)
             value = C.auc_from_sorted(*sorted_cache[threshold])
         elif name == "average_precision":
             need_classes(m, n_pos, n_rows, threshold, negatives=False)
@@ -275,7 +277,7 @@ def _gauc(
     m: Metric, offsets: np.ndarray, labels: np.ndarray, scores: np.ndarray
 ) -> tuple[float, np.ndarray, int, int, tuple[np.ndarray, np.ndarray]]:
     """GAUC's value, per-user AUCs, users used and skipped, and its mean as (w * auc, w)."""
-    rows, positives, auc_u = C.grouped_pair_counts(offsets, labels, scores)
+    rows, positives, auc_u = KC.grouped_pair_counts(offsets, labels, scores)
     weight = m.str_param("weight")
     value, used, skipped = C.gauc_from_groups(auc_u, rows, positives, weight)
     if not used:
@@ -348,7 +350,7 @@ class ScoreHistogram(GlobalState):
     def of_rows(cls, scores: np.ndarray, bits: np.ndarray, n_thresholds: int) -> ScoreHistogram:
         """The state of scored rows: ``bits`` holds each row's label at threshold ``j`` in
         bit ``j``."""
-        distinct, pos, neg = C.bit_histogram(  # -0.0 and 0.0 are one score
+        distinct, pos, neg = KC.bit_histogram(  # -0.0 and 0.0 are one score
             np.asarray(scores, dtype=np.float64), np.asarray(bits, dtype=np.int64), n_thresholds
         )
         counts = np.ascontiguousarray(np.hstack([pos.T, neg.T]), dtype=np.int64)
@@ -612,7 +614,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                 offsets = np.zeros(prep.t_grp.n_users + 1, dtype=np.int64)
                 np.cumsum(np.bincount(user_of_row, minlength=prep.t_grp.n_users), out=offsets[1:])
                 order = np.arange(y.shape[0], dtype=np.int64)
-                user_sums = R.group_sums(offsets, order, y, pred)
+                user_sums = KR.group_sums(offsets, order, y, pred)
             values, undefined = R.values_from_sums(m.name, user_sums, width)
             defined = values[~np.isnan(values)]
             means[m.canonical] = R.mean_of(defined)

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit, prange
 
 from receval.kernels.pools import run_chunks
-from receval.kernels.ranking import frozen as _frozen
+from receval.kernels.toolbox import frozen
 
 __all__ = [
     "awrf",
@@ -380,20 +380,20 @@ def select_top(
     out = np.empty(out_off[-1], dtype=np.int64)
     kernel = _select_small_chunk if k <= _SMALL else _select_top_chunk
     sign = -1.0 if negate else 1.0
-    args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), int(k), _frozen(out_off), out)
+    args = (frozen(offsets), frozen(score), sign, frozen(tie), int(k), frozen(out_off), out)
     run_chunks(kernel, _n_chunks(offsets.shape[0] - 1, _CHUNK), *args)
     return out_off, out
 
 
 def mark(values: np.ndarray, low: int, present: np.ndarray) -> None:
     """Set ``present[v - low]`` for every value ``v`` (all must lie in range)."""
-    run_chunks(_mark_chunk, _n_chunks(values.shape[0], _ROWS), _frozen(values), int(low), present)
+    run_chunks(_mark_chunk, _n_chunks(values.shape[0], _ROWS), frozen(values), int(low), present)
 
 
 def lookup(values: np.ndarray, low: int, table: np.ndarray) -> np.ndarray:
     """``table[v - low]`` for each value ``v``, -1 where ``v - low`` is outside the table."""
     out = np.empty(values.shape[0], dtype=np.int64)
-    args = (_frozen(values), int(low), _frozen(table), out)
+    args = (frozen(values), int(low), frozen(table), out)
     run_chunks(_lookup_chunk, _n_chunks(values.shape[0], _ROWS), *args)
     return out
 
@@ -402,7 +402,7 @@ def ils_vectors(offsets: np.ndarray, codes: np.ndarray, unit: np.ndarray) -> np.
     """Per user, the mean pairwise cosine similarity of the items ``codes[offsets[u]:...]``
     (rows of ``unit``, unit vectors); NaN for lists shorter than 2."""
     kernel: Any = _ils_vectors
-    return kernel(_frozen(offsets), _frozen(codes), _frozen(unit))  # type: ignore[no-any-return]
+    return kernel(frozen(offsets), frozen(codes), frozen(unit))  # type: ignore[no-any-return]
 
 
 def ils_jaccard(
@@ -411,7 +411,7 @@ def ils_jaccard(
     """Per user, the mean pairwise Jaccard index of the items' feature sets
     (``feats[f_off[c]:f_off[c + 1]]``: sorted distinct feature codes of item ``c``)."""
     kernel: Any = _ils_jaccard
-    args = (_frozen(offsets), _frozen(codes), _frozen(f_off), _frozen(feats))
+    args = (frozen(offsets), frozen(codes), frozen(f_off), frozen(feats))
     return kernel(*args)  # type: ignore[no-any-return]
 
 
@@ -424,7 +424,7 @@ def list_pairs(
     pair_off = np.zeros(offsets.shape[0], dtype=np.int64)
     np.cumsum(kp * (kp - 1) // 2, out=pair_off[1:])
     kernel: Any = _list_pairs
-    keys = kernel(_frozen(offsets), _frozen(codes), int(n_items), _frozen(pair_off))
+    keys = kernel(frozen(offsets), frozen(codes), int(n_items), frozen(pair_off))
     return pair_off, keys
 
 
@@ -548,16 +548,16 @@ def exposure_rows(
     lengths = np.diff(top_off)
     if expected:
         kernel: Any = _exposure_counts
-        args = (_frozen(offsets), _frozen(score), sign, _frozen(tie), _frozen(top_off))
-        lengths = lengths + kernel(*args, _frozen(top_rows))
+        args = (frozen(offsets), frozen(score), sign, frozen(tie), frozen(top_off))
+        lengths = lengths + kernel(*args, frozen(top_rows))
     e_off = np.zeros(n_users + 1, dtype=np.int64)
     np.cumsum(lengths, out=e_off[1:])
     rows = np.empty(e_off[-1], dtype=np.int64)
     att = np.empty(e_off[-1], dtype=np.float64)
     fill: Any = _exposure_fill
     fill(
-        _frozen(offsets), _frozen(score), sign, _frozen(tie), _frozen(top_off),
-        _frozen(top_rows), e_off, bool(expected), bool(geometric), float(patience), rows, att,
+        frozen(offsets), frozen(score), sign, frozen(tie), frozen(top_off),
+        frozen(top_rows), e_off, bool(expected), bool(geometric), float(patience), rows, att,
     )  # fmt: skip
     return e_off, rows, att
 
@@ -597,7 +597,7 @@ def group_pairs(
     ``groups[g_off[c]:g_off[c + 1]]``, numbered from 1, weights alongside), or one entry in
     segment 0 with the whole attention for an item without a group."""
     kernel: Any = _group_pairs
-    args = (_frozen(codes), _frozen(att), _frozen(g_off), _frozen(groups), _frozen(weights))
+    args = (frozen(codes), frozen(att), frozen(g_off), frozen(groups), frozen(weights))
     return kernel(*args)  # type: ignore[no-any-return]
 
 
@@ -684,8 +684,8 @@ def awrf(
     ``e_off[u]:e_off[u + 1]``) and ``target``. Item ``c``'s groups are
     ``groups[g_off[c]:g_off[c + 1]]`` with weights (summing to 1) alongside."""
     kernel: Any = _awrf
-    args = (_frozen(e_off), _frozen(codes), _frozen(att), _frozen(g_off), _frozen(groups))
-    return kernel(*args, _frozen(weights), _frozen(target))  # type: ignore[no-any-return]
+    args = (frozen(e_off), frozen(codes), frozen(att), frozen(g_off), frozen(groups))
+    return kernel(*args, frozen(weights), frozen(target))  # type: ignore[no-any-return]
 
 
 @njit(cache=True, nogil=True)
@@ -781,8 +781,8 @@ def miscalibration(
     out); item ``c``'s categories are ``feats[f_off[c]:f_off[c + 1]]``. NaN without history."""
     n_feats = int(feats.max(initial=-1)) + 1
     kernel: Any = _miscalibration
-    args = (_frozen(h_off), _frozen(h_codes), _frozen(l_off), _frozen(l_codes))
-    return kernel(*args, _frozen(f_off), _frozen(feats), n_feats, float(alpha))  # type: ignore[no-any-return]
+    args = (frozen(h_off), frozen(h_codes), frozen(l_off), frozen(l_codes))
+    return kernel(*args, frozen(f_off), frozen(feats), n_feats, float(alpha))  # type: ignore[no-any-return]
 
 
 @njit(cache=True, parallel=True)
@@ -885,8 +885,8 @@ def unexpectedness_vectors(
     out_u = np.empty(n_users, dtype=np.float64)
     out_s = np.empty(n_users, dtype=np.float64)
     kernel: Any = _unexpected_vectors
-    args = (_frozen(l_off), _frozen(l_codes), _frozen(rel), _frozen(h_off), _frozen(h_codes))
-    kernel(*args, _frozen(unit), _frozen(has), out_u, out_s)
+    args = (frozen(l_off), frozen(l_codes), frozen(rel), frozen(h_off), frozen(h_codes))
+    kernel(*args, frozen(unit), frozen(has), out_u, out_s)
     return out_u, out_s
 
 
@@ -905,8 +905,8 @@ def unexpectedness_jaccard(
     out_u = np.empty(n_users, dtype=np.float64)
     out_s = np.empty(n_users, dtype=np.float64)
     kernel: Any = _unexpected_jaccard
-    args = (_frozen(l_off), _frozen(l_codes), _frozen(rel), _frozen(h_off), _frozen(h_codes))
-    kernel(*args, _frozen(f_off), _frozen(feats), out_u, out_s)
+    args = (frozen(l_off), frozen(l_codes), frozen(rel), frozen(h_off), frozen(h_codes))
+    kernel(*args, frozen(f_off), frozen(feats), out_u, out_s)
     return out_u, out_s
 
 
@@ -1020,7 +1020,7 @@ def sampled_lists(
     cap = 2
     while cap < 2 * most:
         cap *= 2
-    args = (_frozen(offsets), _frozen(item), _frozen(sample), cap)
+    args = (frozen(offsets), frozen(item), frozen(sample), cap)
     run_chunks(
         _samples_chunk, _n_chunks(n_users, _CHUNK), *args, code, rep, pos, dup, shortest, longest
     )

@@ -38,7 +38,7 @@ from numba import njit
 
 from receval.kernels.memory import uninitialised
 from receval.kernels.pools import run_chunks
-from receval.kernels.ranking import _slot, _table_bits, frozen, longest_range
+from receval.kernels.toolbox import frozen, hash_slot, longest_range, table_bits
 
 __all__ = [
     "RADIX_MAX_BITS",
@@ -225,7 +225,7 @@ def range_codes(values: np.ndarray, low: int, size: int) -> tuple[np.ndarray, np
 @njit(cache=True, nogil=True)
 def _build_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Open-addressing table of distinct ``keys`` (value: the key's index)."""
-    bits = _table_bits(keys.shape[0])
+    bits = table_bits(keys.shape[0])
     mask = (1 << bits) - 1
     tab_key = np.empty(1 << bits, dtype=np.int64)
     tab_val = np.empty(1 << bits, dtype=np.int64)
@@ -233,7 +233,7 @@ def _build_table(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         tab_val[s] = -1
     for a in range(keys.shape[0]):
         key = keys[a]
-        slot = _slot(key, bits)
+        slot = hash_slot(key, bits)
         while tab_val[slot] >= 0:
             slot = (slot + 1) & mask
         tab_key[slot] = key
@@ -252,7 +252,7 @@ def _table_lookup_chunk(
         bits += 1
     for i in range(c * _ROWS, min(n, (c + 1) * _ROWS)):
         key = values[i]
-        slot = _slot(key, bits)
+        slot = hash_slot(key, bits)
         found = -1
         while tab_val[slot] >= 0:
             if tab_key[slot] == key:

@@ -14,13 +14,14 @@ Two kernels, both run in chunks of users on Python threads
   positions ``above + 1 .. above + tied`` of the full ranking; under ``ties="expected"`` that is
   its tie group, under the other policies its exact position follows from the counts. The
   groups are passed to the same metric code as the ranking kernel
-  (:func:`receval.kernels.ranking._group_metrics`), so every metric equals the ranking
+  (:func:`receval.kernels.ranking.group_metrics`, with the same
+  :class:`~receval.kernels.ranking.Plan`), so every metric equals the ranking
   kernel's on the full ranked list, which is never built.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,16 +32,40 @@ from receval.kernels.ranking import (
     POLICY_FIRST,
     POLICY_OPTIMISTIC,
     POLICY_TREC,
-    _cascade_metrics,
-    _group_metrics,
-    _sort_desc,
+    Plan,
     cascade_flag,
-    frozen,
-    longest_range,
+    cascade_metrics,
+    group_metrics,
+    scratch,
 )
+from receval.kernels.toolbox import frozen, longest_range, sort_desc
 
 _LINEAR_MAX = 8  # up to this many distinct truth scores, one counting pass per score
 _RUN = 256  # columns whose maximum the top-K selection checks at once
+
+
+class Truth(NamedTuple):
+    """Truth rows grouped by user, as :func:`rank_from_counts` reads them: offsets, catalog
+    column, whether the item is a candidate (``cand``), relevance, gains (``gain[v, row]``) and
+    the item's score."""
+
+    off: np.ndarray
+    col: np.ndarray
+    cand: np.ndarray
+    rel: np.ndarray
+    gain: np.ndarray
+    score: np.ndarray
+
+
+class Counts(NamedTuple):
+    """What :func:`scan_block` counted per truth row (the candidates above it, tied with it,
+    tied and before it in catalog order and in trec_eval's order) and per user (candidates)."""
+
+    above: np.ndarray
+    tied: np.ndarray
+    first_before: np.ndarray
+    trec_before: np.ndarray
+    n_cand: np.ndarray
 
 
 _TILE = 4096  # columns counted in float32 lanes: every count up to 2**24 is exact
@@ -349,7 +374,7 @@ def _scan_chunk(
                     nc += 1
         for i in range(nc):
             members[i] = i
-        _sort_desc(keys, members, tmp, np.int64(0), nc)  # descending -score: ascending score
+        sort_desc(keys, members, tmp, np.int64(0), nc)  # descending -score: ascending score
         d = 0
         for i in range(nc):
             a = perm[members[i]]
@@ -442,22 +467,13 @@ def _scan_chunk(
 
 @njit(cache=True, nogil=True)
 def _positions(
-    ts: int,
-    te: int,
-    t_col: np.ndarray,
-    t_cand: np.ndarray,
-    t_rel: np.ndarray,
-    t_score: np.ndarray,
-    above: np.ndarray,
-    tied: np.ndarray,
-    first_before: np.ndarray,
-    trec_before: np.ndarray,
-    policy: int,
-    pos: np.ndarray,
-    rows: np.ndarray,
+    ts: int, te: int, truth: Truth, counts: Counts, policy: int, pos: np.ndarray, rows: np.ndarray
 ) -> int:
     """The user's candidate truth rows (``rows[:n]``) and the 0-based position of each in the
     full ranking (``pos``; under ``expected``, the start of its tie group). Returns ``n``."""
+    t_col, t_cand, t_rel, t_score = truth.col, truth.cand, truth.rel, truth.score
+    above, tied = counts.above, counts.tied
+    first_before, trec_before = counts.first_before, counts.trec_before
     n = 0
     for a in range(ts, te):
         if not t_cand[a]:
@@ -494,31 +510,17 @@ def _positions(
 def _rank_chunk(
     ch: int,
     step: int,
-    t_off: np.ndarray,
-    t_col: np.ndarray,
-    t_cand: np.ndarray,
-    t_rel: np.ndarray,
-    t_gain: np.ndarray,
-    t_score: np.ndarray,
-    above: np.ndarray,
-    tied: np.ndarray,
-    first_before: np.ndarray,
-    trec_before: np.ndarray,
-    n_cand: np.ndarray,
-    thresholds: np.ndarray,
-    ops: np.ndarray,
-    ks: np.ndarray,
-    thr_idx: np.ndarray,
-    gain_idx: np.ndarray,
-    fpar: np.ndarray,
-    policy: int,
-    log2p: np.ndarray,
+    truth: Truth,
+    counts: Counts,
+    plan: Plan,
     out: np.ndarray,
     nrel: np.ndarray,
     cascade: np.ndarray | None,
 ) -> None:
     """Users ``[ch * step, (ch + 1) * step)``: |R| per threshold and every ranking metric
     (``cascade``: see :func:`receval.kernels.ranking.cascade_flag`)."""
+    t_off, t_rel, t_gain, tied = truth.off, truth.rel, truth.gain, counts.tied
+    thresholds, ops, policy = plan.thresholds, plan.ops, plan.policy
     n_users = t_off.shape[0] - 1
     lo = min(ch * step, n_users)
     hi = min(lo + step, n_users)
@@ -532,12 +534,7 @@ def _rank_chunk(
     gmem = np.empty(nt_max + 1, dtype=np.int64)
     prow = np.empty(nt_max, dtype=np.int64)
     prel = np.empty(nt_max, dtype=np.float64)
-    tkey = np.empty(nt_max, dtype=np.float64)
-    perm_buf = np.empty(nt_max, dtype=np.int64)
-    itmp_buf = np.empty(nt_max, dtype=np.int64)
-    ftmp_buf = np.empty(nt_max, dtype=np.float64)
-    ideal_buf = np.empty(nt_max, dtype=np.float64)
-    cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
+    work = scratch(nt_max, nt_max)
     for u in range(lo, hi):
         ts = t_off[u]
         te = t_off[u + 1]
@@ -549,15 +546,12 @@ def _rank_chunk(
             nrel[u, c] = cnt
         if ops.shape[0] == 0:
             continue
-        n = max(n_cand[u], 0)
-        nm = _positions(
-            ts, te, t_col, t_cand, t_rel, t_score, above, tied, first_before, trec_before,
-            policy, pos, rows,
-        )  # fmt: skip
+        n = max(counts.n_cand[u], 0)
+        nm = _positions(ts, te, truth, counts, policy, pos, rows)
         for i in range(nm):  # list order: ascending position
             keys[i] = -float(pos[i])
             order[i] = i
-        _sort_desc(keys, order, itmp_buf, np.int64(0), nm)
+        sort_desc(keys, order, work.itmp, np.int64(0), nm)
         ng = 0
         for i in range(nm):
             a = rows[order[i]]
@@ -570,15 +564,13 @@ def _rank_chunk(
             prow[i] = a
             prel[i] = t_rel[a]
         gmem[ng] = nm
-        _group_metrics(
-            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, ts, te, thresholds, ops, ks,
-            thr_idx, gain_idx, fpar, log2p, out, nrel, tkey, perm_buf, itmp_buf, ftmp_buf,
-            ideal_buf,
-        )  # fmt: skip
+        group_metrics(
+            u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, ts, te, plan, out, nrel, work
+        )
         if cascade is not None:  # pruned, with the call, when None
-            _cascade_metrics(
-                u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds, ops,
-                ks, thr_idx, gain_idx, fpar, out, nrel, tkey, perm_buf, itmp_buf, cbuf,
+            cascade_metrics(
+                u, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, plan, out, nrel,
+                work,
             )  # fmt: skip
 
 
@@ -676,17 +668,22 @@ def rank_from_counts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Every ranking metric from the counts of :func:`scan_block`.
 
-    ``arrays``: ``t_off, t_col, t_cand, t_rel, t_gain, t_score, above, tied, first_before,
-    trec_before, n_cand, thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p``. Returns
-    ``out`` (users x metrics) and ``nrel`` (users x thresholds), as the ranking kernel does.
+    ``arrays``: the fields of :class:`Truth`, :class:`Counts` and
+    :class:`~receval.kernels.ranking.Plan` but its ``policy``: ``t_off, t_col, t_cand, t_rel,
+    t_gain, t_score, above, tied, first_before, trec_before, n_cand, thresholds, ops, ks,
+    thr_idx, gain_idx, fpar, log2p``. Returns ``out`` (users x metrics) and ``nrel`` (users x
+    thresholds), as the ranking kernel does.
     """
     views = [frozen(a) for a in arrays]
-    n_users = views[0].shape[0] - 1
+    truth = Truth(*views[:6])
+    counts = Counts(*views[6:11])
+    plan = Plan._make((*views[11:18], int(policy)))
+    n_users = truth.off.shape[0] - 1
     out = np.empty((n_users, n_metrics), dtype=np.float64)
-    nrel = np.empty((n_users, views[11].shape[0]), dtype=np.float64)
+    nrel = np.empty((n_users, plan.thresholds.shape[0]), dtype=np.float64)
     step = (n_users + n_chunks - 1) // n_chunks
-    cascade = cascade_flag(views[12])
-    run_chunks(_rank_chunk, n_chunks, step, *views[:17], policy, views[17], out, nrel, cascade)
+    cascade = cascade_flag(plan.ops)
+    run_chunks(_rank_chunk, n_chunks, step, truth, counts, plan, out, nrel, cascade)
     return out, nrel
 
 

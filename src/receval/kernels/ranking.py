@@ -7,13 +7,16 @@ computes the same but compiles 2-3 s slower on a first run);
 :func:`receval.families.ranking.match` builds the plan and reads the results. Everything
 accumulates in float64.
 
-The kernel sees the canonical layout built by :mod:`receval.data.layout`:
+The kernel sees the canonical layout built by :mod:`receval.data.layout`, in argument groups
+(NamedTuples of arrays, built once by :func:`rank_users`):
 
-* truth: rows grouped by user, ``t_off`` (offsets), ``t_item`` (int64 item keys), ``t_rel``
-  (relevance) and ``t_gain`` (one row of gains per gain variant);
-* recs: rows grouped by user in input order, ``r_off``, ``r_item``, ``r_score`` (higher is
-  better) and ``r_tie`` (the ``trec`` tiebreak key, higher first; empty unless needed);
-* ``u2r``: for each truth user, its recs group or -1.
+* :class:`Truth`: rows grouped by user, offsets, int64 item keys, relevance and one row of
+  gains per gain variant;
+* :class:`Recs`: rows grouped by user in input order, offsets, item keys, scores (higher is
+  better), the ``trec`` tiebreak key (higher first; empty unless needed) and ``u2r``: for
+  each truth user, its recs group or -1;
+* :class:`Plan`: the metrics (opcodes, cutoffs, thresholds, gains, float parameters) and the
+  tie policy; :class:`Outputs`, :class:`Buffers` and :class:`Scratch`: what the kernel writes.
 
 Ties. The user's list is ordered by score (stable). Under ``expected`` every run of equal
 scores is a tie group; under the other policies the group is ordered by its tiebreak and every
@@ -33,12 +36,21 @@ with more than ``COUNTED_MAX`` matched items is sorted instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit, prange
 
 from receval.kernels.pools import run_chunks
+from receval.kernels.toolbox import (
+    fill_table,
+    frozen,
+    sort_desc,
+    sort_group,
+    table_bits,
+    table_find,
+    table_put,
+)
 
 # Operation codes of the metric plan (kept in sync with receval.families.ranking.OPS).
 OP_PRECISION = 0
@@ -72,191 +84,107 @@ STATUS_DUP_TRUTH = 1
 STATUS_DUP_RECS = 2
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _table_bits(n: int) -> int:
-    """log2 of a power-of-two table size with load factor <= 1/2."""
-    bits = 1
-    while (1 << bits) < 2 * n:
-        bits += 1
-    return bits
+# ------------------------------------------------------------------------- argument groups
+#
+# The kernels take their arrays in a few groups (Numba reads a NamedTuple of arrays as one
+# argument, each field typed apart), built once by the wrapper: a new metric parameter is one
+# more field of Plan, filled by the wrapper's caller and read where it is used.
+
+
+class Truth(NamedTuple):
+    """Truth rows grouped by user: offsets, int64 item keys, relevance, and one row of gains
+    per gain variant (``gain[v, row]``)."""
+
+    off: np.ndarray
+    item: np.ndarray
+    rel: np.ndarray
+    gain: np.ndarray
+
+
+class Recs(NamedTuple):
+    """Recommendation rows grouped by user in input order: offsets, int64 item keys, scores
+    (higher is better), the ``trec`` tiebreak key (higher first; empty unless needed), and for
+    each truth user its recs group or -1 (``u2r``)."""
+
+    off: np.ndarray
+    item: np.ndarray
+    score: np.ndarray
+    tie: np.ndarray
+    u2r: np.ndarray
+
+
+class Plan(NamedTuple):
+    """The metric plan: the distinct ``thresholds``, then per metric its opcode (``ops``,
+    ``OP_*``), cutoff (``ks``, 0: none), threshold column (``thr_idx``), gain row
+    (``gain_idx``) and float parameter (``fpar``: F-beta's beta, RBP's persistence, ...);
+    ``log2p[a]`` = log2(a + 2) for every position; the tie ``policy`` (``POLICY_*``)."""
+
+    thresholds: np.ndarray
+    ops: np.ndarray
+    ks: np.ndarray
+    thr_idx: np.ndarray
+    gain_idx: np.ndarray
+    fpar: np.ndarray
+    log2p: np.ndarray
+    policy: int
+
+
+class Scratch(NamedTuple):
+    """The metric code's scratch (:func:`scratch`): sort keys (``tkey``), a permutation and
+    the sort's buffers (``perm``, ``itmp``, ``ftmp``), the ideal gains (``ideal``) and the
+    cascade metrics' probabilities (``cbuf``)."""
+
+    tkey: np.ndarray
+    perm: np.ndarray
+    itmp: np.ndarray
+    ftmp: np.ndarray
+    ideal: np.ndarray
+    cbuf: np.ndarray
+
+
+class Outputs(NamedTuple):
+    """The ranking kernel's outputs: ``out`` (users x metrics), ``nrel`` (users x thresholds:
+    |R| per threshold), ``status`` (per user: ``STATUS_*``) and ``t_match`` (per truth row:
+    the recs row it matched, or -1)."""
+
+    out: np.ndarray
+    nrel: np.ndarray
+    status: np.ndarray
+    t_match: np.ndarray
+
+
+class Buffers(NamedTuple):
+    """One chunk's buffers for :func:`_score_user`: the hash tables of the user's truth items
+    (``tab_*``) and of its listed items (``seen_*``), then the list position by position
+    (truth row, relevance, order) and its tie groups (start, size, members)."""
+
+    tab_key: np.ndarray
+    tab_val: np.ndarray
+    tab_stamp: np.ndarray
+    seen_key: np.ndarray
+    seen_val: np.ndarray
+    seen_stamp: np.ndarray
+    prow: np.ndarray
+    prel: np.ndarray
+    gstart: np.ndarray
+    gsize: np.ndarray
+    order: np.ndarray
+    gmem: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def longest_range(offsets: np.ndarray, lo: int, hi: int) -> int:
-    """The most rows of ranges ``lo .. hi - 1`` (range ``r``: ``offsets[r]:offsets[r + 1]``),
-    at least 1: the size of a chunk's scratch buffers."""
-    longest = 1
-    for r in range(lo, hi):
-        longest = max(longest, offsets[r + 1] - offsets[r])
-    return longest
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _slot(key: int, bits: int) -> int:
-    """Fibonacci hashing of an int64 key into ``bits`` bits."""
-    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-    return np.int64(h >> np.uint64(64 - bits))  # type: ignore[return-value]
-
-
-@njit(cache=True, nogil=True)
-def _fill_table(
-    items: np.ndarray,
-    lo: int,
-    hi: int,
-    tab_key: np.ndarray,
-    tab_val: np.ndarray,
-    tab_stamp: np.ndarray,
-    stamp: int,
-) -> bool:
-    """Put items[lo:hi] (value: the row) in an open-addressing table; True on a duplicate.
-
-    Slots whose stamp differs from ``stamp`` are empty, so the table is never cleared; it is
-    probed with :func:`_slot` on ``_table_bits(hi - lo)`` bits.
-    """
-    bits = _table_bits(hi - lo)
-    for a in range(lo, hi):
-        slot = _put(items[a], bits, tab_key, tab_stamp, stamp)
-        if slot < 0:
-            return True
-        tab_val[slot] = a
-    return False
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _put(key: int, bits: int, tab_key: np.ndarray, tab_stamp: np.ndarray, stamp: int) -> int:
-    """Put ``key`` in the table under ``stamp`` and return its slot, or -1 when it is there
-    already (nothing put)."""
-    mask = (1 << bits) - 1
-    slot = _slot(key, bits)
-    while tab_stamp[slot] == stamp:
-        if tab_key[slot] == key:
-            return -1
-        slot = (slot + 1) & mask
-    tab_stamp[slot] = stamp
-    tab_key[slot] = key
-    return slot
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _find(
-    key: int, bits: int, tab_key: np.ndarray, tab_val: np.ndarray, tab_stamp: np.ndarray, stamp: int
-) -> int:
-    """The value stored for ``key`` by :func:`_fill_table` under ``stamp``, or -1."""
-    mask = (1 << bits) - 1
-    slot = _slot(key, bits)
-    while tab_stamp[slot] == stamp:
-        if tab_key[slot] == key:
-            return tab_val[slot]  # type: ignore[no-any-return]
-        slot = (slot + 1) & mask
-    return -1
-
-
-@njit(cache=True, nogil=True)
-def _sort_desc(
-    keys: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int | np.int64, hi: int
-) -> None:
-    """Stable sort of perm[lo:hi] by descending ``keys[perm[a]]`` (equal keys keep their order).
-
-    Insertion sort of runs of 16, then bottom-up merges through ``tmp[lo:hi]``. The one sort of
-    the ranking kernels: hand-written so that a first run compiles one small function instead
-    of NumPy's sorts for every kind, dtype and layout. Callers pass ``lo`` as an int64
-    (``np.int64(0)``, not ``0``): Numba compiles a function once more for each literal
-    argument, and also for the literal first value of a loop variable.
-    """
-    run = 16
-    for s in range(lo, hi, run):
-        e = min(s + run, hi)
-        for a in range(s + 1, e):
-            p = perm[a]
-            k = keys[p]
-            b = a - 1
-            while b >= s and keys[perm[b]] < k:
-                perm[b + 1] = perm[b]
-                b -= 1
-            perm[b + 1] = p
-    src = perm
-    dst = tmp
-    in_tmp = False
-    width = run
-    while lo + width < hi:
-        for s in range(lo, hi, 2 * width):
-            m = min(s + width, hi)
-            e = min(s + 2 * width, hi)
-            i = s
-            j = m
-            o = s
-            while i < m and j < e:
-                if keys[src[j]] > keys[src[i]]:  # ties take the left run first: stable
-                    dst[o] = src[j]
-                    j += 1
-                else:
-                    dst[o] = src[i]
-                    i += 1
-                o += 1
-            while i < m:
-                dst[o] = src[i]
-                i += 1
-                o += 1
-            while j < e:
-                dst[o] = src[j]
-                j += 1
-                o += 1
-        src, dst = dst, src
-        in_tmp = not in_tmp
-        width *= 2
-    if in_tmp:
-        for a in range(lo, hi):
-            perm[a] = tmp[a]
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _sort_group(
-    key: np.ndarray,
-    order: np.ndarray,
-    prow: np.ndarray,
-    prel: np.ndarray,
-    perm: np.ndarray,
-    itmp: np.ndarray,
-    ftmp: np.ndarray,
-    lo: int | np.int64,
-    hi: int,
-) -> None:
-    """Stable sort of positions lo..hi-1 by descending ``key``, carrying ``order``, ``prow`` and
-    ``prel``: insertion sort in place for a short group, else :func:`_sort_desc` of a
-    permutation (``perm``, ``itmp``, ``ftmp``: scratch; ``key`` is then left as is)."""
-    if hi - lo <= 32:
-        for a in range(lo + 1, hi):
-            k = key[a]
-            o = order[a]
-            r = prow[a]
-            v = prel[a]
-            b = a - 1
-            while b >= lo and key[b] < k:
-                key[b + 1] = key[b]
-                order[b + 1] = order[b]
-                prow[b + 1] = prow[b]
-                prel[b + 1] = prel[b]
-                b -= 1
-            key[b + 1] = k
-            order[b + 1] = o
-            prow[b + 1] = r
-            prel[b + 1] = v
-        return
-    for a in range(lo, hi):
-        perm[a] = a
-    _sort_desc(key, perm, itmp, lo, hi)
-    for a in range(lo, hi):
-        itmp[a] = order[perm[a]]
-    for a in range(lo, hi):
-        order[a] = itmp[a]
-    for a in range(lo, hi):
-        itmp[a] = prow[perm[a]]
-    for a in range(lo, hi):
-        prow[a] = itmp[a]
-    for a in range(lo, hi):
-        ftmp[a] = prel[perm[a]]
-    for a in range(lo, hi):
-        prel[a] = ftmp[a]
+def scratch(n_max: int, nt_max: int) -> Scratch:
+    """The metric code's scratch for lists of at most ``n_max`` items and users of at most
+    ``nt_max`` truth rows (np.empty only: see :func:`_rank_chunk`)."""
+    m_max = max(n_max, nt_max)
+    return Scratch(
+        np.empty(n_max, dtype=np.float64),
+        np.empty(m_max, dtype=np.int64),
+        np.empty(m_max, dtype=np.int64),
+        np.empty(m_max, dtype=np.float64),
+        np.empty(nt_max, dtype=np.float64),
+        np.empty(2 * nt_max + 2, dtype=np.float64),
+    )
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -264,7 +192,7 @@ def _sorted_sum(values: np.ndarray, perm: np.ndarray, tmp: np.ndarray, lo: int, 
     """Sum of values[lo:hi] taken in ascending order (``perm``, ``tmp``: scratch)."""
     for a in range(lo, hi):
         perm[a] = a
-    _sort_desc(values, perm, tmp, lo, hi)
+    sort_desc(values, perm, tmp, lo, hi)
     total = 0.0
     for a in range(hi - 1, lo - 1, -1):
         total += values[perm[a]]
@@ -288,7 +216,7 @@ def _hyper_step(prob: np.ndarray, lo: int, draws: int, good: int, pop: int) -> N
 
 @njit(cache=True, nogil=True)
 def _cascade_value(
-    op: int,
+    mi: int,
     n: int,
     ng: int,
     gpos: np.ndarray,
@@ -300,20 +228,15 @@ def _cascade_value(
     t_rel: np.ndarray,
     ts: int,
     te: int,
-    thr: float,
+    plan: Plan,
     nr: float,
-    k: int,
-    gv: int,
-    p: float,
-    tkey: np.ndarray,
-    perm_buf: np.ndarray,
-    itmp_buf: np.ndarray,
-    cbuf: np.ndarray,
+    scratch: Scratch,
 ) -> float:
-    """ERR, RBP, the RBP residual, bpref or judged (``op``) of one user with ``n >= 1`` items,
-    from the tie groups of :func:`_group_metrics` (the same arguments; ``k``: the cutoff, 0 for
-    none; ``gv``: the row of ``t_gain`` (ERR's stopping probabilities, RBP's gains; -1: binary
-    RBP); ``p``: RBP's persistence; ``cbuf``: scratch of 2 * (truth rows) + 2 floats).
+    """ERR, RBP, the RBP residual, bpref or judged (metric ``mi`` of ``plan``) of one user with
+    ``n >= 1`` items and ``nr`` relevant ones, from the tie groups of :func:`group_metrics`
+    (the same arguments). The plan gives the opcode, the threshold, the cutoff (0 for none),
+    the row of ``t_gain`` (ERR's stopping probabilities, RBP's gains; -1: binary RBP) and
+    RBP's persistence (``fpar``).
 
     A member with ``prow >= 0`` has a truth row (judged); positions of a group that are not
     members, and positions in no group (the model engine lists truth items only), are unjudged.
@@ -322,6 +245,12 @@ def _cascade_value(
     hypergeometric probabilities (docs/metrics.md). Groups of one reduce to the plain sums, in
     trec_eval's order of operations for bpref.
     """
+    op: int = plan.ops[mi]
+    thr: float = plan.thresholds[plan.thr_idx[mi]]
+    k: int = plan.ks[mi]
+    gv: int = plan.gain_idx[mi]
+    p: float = plan.fpar[mi]
+    tkey, perm_buf, itmp_buf, cbuf = scratch.tkey, scratch.perm, scratch.itmp, scratch.cbuf
     kk = k if k > 0 else n
     kc = min(kk, n)
     acc = 0.0
@@ -409,7 +338,7 @@ def _cascade_value(
             # the group adds sum_{t<=j} (E[D_{t-1}] - E[D_t]) / (s + t).
             for a in range(r):
                 perm_buf[mlo + a] = mlo + a
-            _sort_desc(tkey, perm_buf, itmp_buf, mlo, mlo + r)
+            sort_desc(tkey, perm_buf, itmp_buf, mlo, mlo + r)
             cbuf[0] = 1.0
             for i in range(1, r + 1):
                 y = 1.0 - tkey[perm_buf[mlo + i - 1]]
@@ -481,7 +410,7 @@ def _cascade_value(
 
 
 @njit(cache=True, nogil=True)
-def _cascade_metrics(
+def cascade_metrics(
     u: int,
     n: int,
     ng: int,
@@ -494,22 +423,14 @@ def _cascade_metrics(
     t_rel: np.ndarray,
     ts: int,
     te: int,
-    thresholds: np.ndarray,
-    ops: np.ndarray,
-    ks: np.ndarray,
-    thr_idx: np.ndarray,
-    gain_idx: np.ndarray,
-    fpar: np.ndarray,
+    plan: Plan,
     out: np.ndarray,
     nrel: np.ndarray,
-    tkey: np.ndarray,
-    perm_buf: np.ndarray,
-    itmp_buf: np.ndarray,
-    cbuf: np.ndarray,
+    scratch: Scratch,
 ) -> None:
-    """The cascade metrics of user ``u`` (row ``u`` of ``out``) that :func:`_group_metrics`
+    """The cascade metrics of user ``u`` (row ``u`` of ``out``) that :func:`group_metrics`
     left: users they evaluate, with recs (the same tie groups; ``t_rel``: truth relevance, for
-    bpref's judged non-relevant items; ``cbuf``: scratch of 2 * (truth rows) + 2 floats).
+    bpref's judged non-relevant items).
 
     Callers reach it behind ``if cascade is not None``, ``cascade`` an argument that is None
     when no cascade metric is asked for: Numba then prunes the call and never compiles this
@@ -517,22 +438,19 @@ def _cascade_metrics(
     """
     if n == 0:
         return
-    for mi in range(ops.shape[0]):
-        op = ops[mi]
-        if op < OP_ERR:
+    for mi in range(plan.ops.shape[0]):
+        if plan.ops[mi] < OP_ERR:
             continue
-        c = thr_idx[mi]
-        nr = nrel[u, c]
+        nr = nrel[u, plan.thr_idx[mi]]
         if nr == 0:
             continue
         out[u, mi] = _cascade_value(
-            op, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, thresholds[c], nr,
-            ks[mi], gain_idx[mi], fpar[mi], tkey, perm_buf, itmp_buf, cbuf,
-        )  # fmt: skip
+            mi, n, ng, gpos, gsize, gmem, prow, prel, t_gain, t_rel, ts, te, plan, nr, scratch
+        )
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _group_metrics(
+def group_metrics(
     u: int,
     n: int,
     ng: int,
@@ -544,20 +462,10 @@ def _group_metrics(
     t_gain: np.ndarray,
     ts: int,
     te: int,
-    thresholds: np.ndarray,
-    ops: np.ndarray,
-    ks: np.ndarray,
-    thr_idx: np.ndarray,
-    gain_idx: np.ndarray,
-    fpar: np.ndarray,
-    log2p: np.ndarray,
+    plan: Plan,
     out: np.ndarray,
     nrel: np.ndarray,
-    tkey: np.ndarray,
-    perm_buf: np.ndarray,
-    itmp_buf: np.ndarray,
-    ftmp_buf: np.ndarray,
-    ideal_buf: np.ndarray,
+    scratch: Scratch,
 ) -> None:
     """Every requested metric of user ``u`` (row ``u`` of ``out``) from its tie groups.
 
@@ -570,8 +478,12 @@ def _group_metrics(
     threshold; ``ts .. te`` are the user's truth rows (the ideal DCG).
 
     The cascade metrics (opcodes from ``OP_ERR`` on) get their value here only for a user they
-    do not evaluate (NaN) or without recs; :func:`_cascade_metrics` computes the others.
+    do not evaluate (NaN) or without recs; :func:`cascade_metrics` computes the others.
     """
+    thresholds, ops, ks, thr_idx = plan.thresholds, plan.ops, plan.ks, plan.thr_idx
+    gain_idx, fpar, log2p = plan.gain_idx, plan.fpar, plan.log2p
+    tkey, perm_buf, itmp_buf = scratch.tkey, scratch.perm, scratch.itmp
+    ftmp_buf, ideal_buf = scratch.ftmp, scratch.ideal
     nt = te - ts
     # the user's truth gains in descending order (ideal_buf[:nt]), sorted once per gain (not
     # once per metric)
@@ -587,7 +499,7 @@ def _group_metrics(
         if n == 0:  # the residual of an empty list: p^K (1 without @K), else 0
             out[u, mi] = fpar[mi] ** ks[mi] if op == OP_RBP_RESIDUAL else 0.0
             continue
-        if op >= OP_ERR:  # _cascade_metrics
+        if op >= OP_ERR:  # cascade_metrics
             continue
         kk = ks[mi]
         if op == OP_R_PRECISION:
@@ -680,7 +592,7 @@ def _group_metrics(
                     for a in range(nt):
                         ftmp_buf[a] = t_gain[gv, ts + a]
                         perm_buf[a] = a
-                    _sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
+                    sort_desc(ftmp_buf, perm_buf, itmp_buf, np.int64(0), nt)
                     for a in range(nt):
                         ideal_buf[a] = ftmp_buf[perm_buf[a]]
                     ideal_gv = gv
@@ -745,7 +657,7 @@ def _counted_groups(
     ``#{score > x} + #{score == x before j}``, a group of one), the same positions and sizes as
     the stable sort by descending score and its runs of equal scores. The members end up
     ordered by position, each group ``gi`` at ``gpos[gi]`` of size ``gsize[gi]`` with members
-    ``gmem[gi] .. gmem[gi + 1] - 1``: the compressed form :func:`_group_metrics` reads (groups
+    ``gmem[gi] .. gmem[gi + 1] - 1``: the compressed form :func:`group_metrics` reads (groups
     without a matched item add nothing to the metrics, every threshold being > 0).
     ``skey``: scratch of ``k`` integers.
     """
@@ -799,55 +711,36 @@ def _counted_groups(
 @njit(cache=True, nogil=True)
 def _score_user(
     u: int,
-    t_off: np.ndarray,
-    t_item: np.ndarray,
-    t_rel: np.ndarray,
-    t_gain: np.ndarray,
-    r_off: np.ndarray,
-    r_item: np.ndarray,
-    r_score: np.ndarray,
-    r_tie: np.ndarray,
-    u2r: np.ndarray,
-    thresholds: np.ndarray,
-    ops: np.ndarray,
-    ks: np.ndarray,
-    thr_idx: np.ndarray,
-    gain_idx: np.ndarray,
-    fpar: np.ndarray,
-    policy: int,
-    log2p: np.ndarray,
-    out: np.ndarray,
-    nrel: np.ndarray,
-    t_match: np.ndarray,
-    tab_key: np.ndarray,
-    tab_val: np.ndarray,
-    tab_stamp: np.ndarray,
-    seen_key: np.ndarray,
-    seen_val: np.ndarray,
-    seen_stamp: np.ndarray,
-    prow_buf: np.ndarray,
-    prel_buf: np.ndarray,
-    gstart_buf: np.ndarray,
-    gsize_buf: np.ndarray,
-    tkey_buf: np.ndarray,
-    order_buf: np.ndarray,
-    perm_buf: np.ndarray,
-    itmp_buf: np.ndarray,
-    ftmp_buf: np.ndarray,
-    ideal_buf: np.ndarray,
-    gmem_buf: np.ndarray,
+    truth: Truth,
+    recs: Recs,
+    plan: Plan,
+    outputs: Outputs,
+    bufs: Buffers,
+    scratch: Scratch,
     cascade: np.ndarray | None,
-    cbuf: np.ndarray,
     counted: bool,
 ) -> int:
+    """Evaluate truth user ``u``: its metrics and |R| in ``outputs``; returns its status.
+
+    ``cascade`` is None when no cascade metric is asked for (:func:`cascade_metrics`);
+    ``counted``: position the matched items by counting scores (:func:`_counted_groups`).
+    """
+    t_off, t_item, t_rel, t_gain = truth
+    r_off, r_item, r_score, r_tie, u2r = recs
+    thresholds, ops, policy = plan.thresholds, plan.ops, plan.policy
+    out, nrel, t_match = outputs.out, outputs.nrel, outputs.t_match
+    tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp = bufs[:6]
+    prow_buf, prel_buf, gstart_buf, gsize_buf = bufs.prow, bufs.prel, bufs.gstart, bufs.gsize
+    order_buf, gmem_buf = bufs.order, bufs.gmem
+    tkey_buf, perm_buf, itmp_buf, ftmp_buf = scratch.tkey, scratch.perm, scratch.itmp, scratch.ftmp
     ts = t_off[u]
     te = t_off[u + 1]
     nt = te - ts
     # truth of the user in a hash table keyed by item
     stamp = u + 1
-    if _fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
+    if fill_table(t_item, ts, te, tab_key, tab_val, tab_stamp, stamp):
         return STATUS_DUP_TRUTH
-    tbits = _table_bits(nt)
+    tbits = table_bits(nt)
     for c in range(thresholds.shape[0]):
         cnt = 0
         for a in range(ts, te):
@@ -867,13 +760,13 @@ def _score_user(
         # the groups of the matched items only, from counts of scores (_counted_groups): no
         # sort of the list, the same groups and values as the sort below
         checked = True
-        sbits = _table_bits(n)
+        sbits = table_bits(n)
         k = 0
         for p in range(n):  # one pass: the search for duplicates and the match with truth
             row = rs + p
-            if _put(r_item[row], sbits, seen_key, seen_stamp, stamp) < 0:
+            if table_put(r_item[row], sbits, seen_key, seen_stamp, stamp) < 0:
                 return STATUS_DUP_RECS  # the item came before in this list
-            trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+            trow = table_find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
             if trow >= 0:
                 t_match[trow] = row
                 order_buf[k] = p
@@ -885,10 +778,9 @@ def _score_user(
                 n, rs, r_score, k, policy == POLICY_FIRST, order_buf, prow_buf, prel_buf,
                 gstart_buf, gsize_buf, gmem_buf, itmp_buf,
             )  # fmt: skip
-            _group_metrics(
+            group_metrics(
                 u, n, ng, gstart_buf, gsize_buf, gmem_buf, prow_buf, prel_buf, t_gain, ts, te,
-                thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf,
-                perm_buf, itmp_buf, ftmp_buf, ideal_buf,
+                plan, out, nrel, scratch,
             )  # fmt: skip
             return STATUS_OK
 
@@ -907,16 +799,16 @@ def _score_user(
         if not ordered:
             for p in range(n):
                 tkey_buf[p] = r_score[rs + p]
-            _sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see _sort_desc
+            sort_desc(tkey_buf, order, itmp_buf, np.int64(0), n)  # not 0: see sort_desc
     dup = not checked and n > 1
-    if dup and _fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
+    if dup and fill_table(r_item, rs, rs + n, seen_key, seen_val, seen_stamp, stamp):
         return STATUS_DUP_RECS
     prow = prow_buf[:n]
     prel = prel_buf[:n]
     tkey = tkey_buf[:n]
     for p in range(n):
         row = rs + order[p]
-        trow = _find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
+        trow = table_find(r_item[row], tbits, tab_key, tab_val, tab_stamp, stamp)
         prow[p] = trow
         prel[p] = 0.0
         if trow >= 0:
@@ -943,7 +835,7 @@ def _score_user(
                 # stable sort before the sort by relevance
                 for a in range(p, q):
                     tkey[a] = 1.0 if (prow[a] >= 0) == (policy == POLICY_OPTIMISTIC) else 0.0
-                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
+                sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             if policy != POLICY_FIRST:
                 for a in range(p, q):
                     if policy == POLICY_TREC:
@@ -952,7 +844,7 @@ def _score_user(
                         tkey[a] = prel[a]
                     else:
                         tkey[a] = -prel[a]
-                _sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
+                sort_group(tkey, order, prow, prel, perm_buf, itmp_buf, ftmp_buf, np.int64(p), q)
             for a in range(p, q):
                 gstart[ng] = a
                 ng += 1
@@ -961,117 +853,100 @@ def _score_user(
 
     for gi in range(ng):
         gsize_buf[gi] = gstart[gi + 1] - gstart[gi]
-    _group_metrics(
-        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, ts, te, thresholds, ops, ks,
-        thr_idx, gain_idx, fpar, log2p, out, nrel, tkey_buf, perm_buf, itmp_buf, ftmp_buf,
-        ideal_buf,
-    )  # fmt: skip
-    if cascade is not None:  # pruned, with the call, when None (see _cascade_metrics)
-        _cascade_metrics(
-            u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, t_rel, ts, te, thresholds,
-            ops, ks, thr_idx, gain_idx, fpar, out, nrel, tkey_buf, perm_buf, itmp_buf, cbuf,
+    group_metrics(
+        u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, ts, te, plan, out, nrel, scratch
+    )
+    if cascade is not None:  # pruned, with the call, when None (see cascade_metrics)
+        cascade_metrics(
+            u, n, ng, gstart, gsize_buf, gstart, prow, prel, t_gain, t_rel, ts, te, plan, out,
+            nrel, scratch,
         )  # fmt: skip
     return STATUS_OK
 
 
 @njit(cache=True, nogil=True)
-def _rank_outputs(
-    n_users: int, n_metrics: int, n_thresholds: int, n_truth_rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _rank_outputs(n_users: int, n_metrics: int, n_thresholds: int, n_truth_rows: int) -> Outputs:
     """The ranking kernel's outputs, allocated (each chunk fills its own rows)."""
-    out = np.empty((n_users, n_metrics), dtype=np.float64)
-    nrel = np.empty((n_users, n_thresholds), dtype=np.float64)
-    status = np.empty(n_users, dtype=np.int64)
-    t_match = np.empty(n_truth_rows, dtype=np.int64)
-    return out, nrel, status, t_match
+    return Outputs(
+        np.empty((n_users, n_metrics), dtype=np.float64),
+        np.empty((n_users, n_thresholds), dtype=np.float64),
+        np.empty(n_users, dtype=np.int64),
+        np.empty(n_truth_rows, dtype=np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def _buffers(nt_max: int, n_max: int) -> Buffers:
+    """One chunk's :class:`Buffers` for users of at most ``nt_max`` truth rows and lists of at
+    most ``n_max`` items, the tables' stamps cleared."""
+    tsize = 1 << table_bits(nt_max)
+    rsize = 1 << table_bits(n_max)
+    tab_stamp = np.empty(tsize, dtype=np.int64)
+    seen_stamp = np.empty(rsize, dtype=np.int64)
+    for a in range(tsize):
+        tab_stamp[a] = 0
+    for a in range(rsize):
+        seen_stamp[a] = 0
+    return Buffers(
+        np.empty(tsize, dtype=np.int64),
+        np.empty(tsize, dtype=np.int64),
+        tab_stamp,
+        np.empty(rsize, dtype=np.int64),
+        np.empty(rsize, dtype=np.int64),
+        seen_stamp,
+        np.empty(n_max, dtype=np.int64),
+        np.empty(n_max, dtype=np.float64),
+        np.empty(n_max + 1, dtype=np.int64),
+        np.empty(n_max + 1, dtype=np.int64),
+        np.empty(n_max, dtype=np.int64),
+        np.empty(n_max + 1, dtype=np.int64),
+    )
 
 
 @njit(cache=True, nogil=True)
 def _rank_chunk(
     ch: int,
     step: int,
-    t_off: np.ndarray,
-    t_item: np.ndarray,
-    t_rel: np.ndarray,
-    t_gain: np.ndarray,
-    r_off: np.ndarray,
-    r_item: np.ndarray,
-    r_score: np.ndarray,
-    r_tie: np.ndarray,
-    u2r: np.ndarray,
-    thresholds: np.ndarray,
-    ops: np.ndarray,
-    ks: np.ndarray,
-    thr_idx: np.ndarray,
-    gain_idx: np.ndarray,
-    fpar: np.ndarray,
-    policy: int,
-    log2p: np.ndarray,
-    out: np.ndarray,
-    nrel: np.ndarray,
-    status: np.ndarray,
-    t_match: np.ndarray,
+    truth: Truth,
+    recs: Recs,
+    plan: Plan,
+    outputs: Outputs,
     counted: bool,
     cascade: np.ndarray | None,
 ) -> None:
     """One chunk of users ``[ch * step, (ch + 1) * step)``: its own scratch buffers and hash
     tables, its own rows of the outputs (chunks run on Python threads: :func:`rank_users`).
-    ``cascade`` is None when no cascade metric is asked for (:func:`_cascade_metrics`).
+    ``cascade`` is None when no cascade metric is asked for (:func:`cascade_metrics`).
     np.empty only, filled by loops: np.zeros and np.full would each compile their own
     implementations on a first run."""
+    t_off, r_off, u2r = truth.off, recs.off, recs.u2r
+    thresholds = plan.thresholds
     n_users = t_off.shape[0] - 1
     lo = min(ch * step, n_users)
     hi = min(lo + step, n_users)
     for a in range(t_off[lo], t_off[hi]):
-        t_match[a] = -1
+        outputs.t_match[a] = -1
     for u in range(lo, hi):
         for c in range(thresholds.shape[0]):
-            nrel[u, c] = 0.0
+            outputs.nrel[u, c] = 0.0
     nt_max = 1
     n_max = 1
     for u in range(lo, hi):
         nt_max = max(nt_max, t_off[u + 1] - t_off[u])
         if u2r[u] >= 0:
             n_max = max(n_max, r_off[u2r[u] + 1] - r_off[u2r[u]])
-    tsize = 1 << _table_bits(nt_max)
-    rsize = 1 << _table_bits(n_max)
-    tab_key = np.empty(tsize, dtype=np.int64)
-    tab_val = np.empty(tsize, dtype=np.int64)
-    tab_stamp = np.empty(tsize, dtype=np.int64)
-    seen_key = np.empty(rsize, dtype=np.int64)
-    seen_val = np.empty(rsize, dtype=np.int64)
-    seen_stamp = np.empty(rsize, dtype=np.int64)
-    for a in range(tsize):
-        tab_stamp[a] = 0
-    for a in range(rsize):
-        seen_stamp[a] = 0
-    prow_buf = np.empty(n_max, dtype=np.int64)
-    prel_buf = np.empty(n_max, dtype=np.float64)
-    gstart_buf = np.empty(n_max + 1, dtype=np.int64)
-    gsize_buf = np.empty(n_max + 1, dtype=np.int64)
-    tkey_buf = np.empty(n_max, dtype=np.float64)
-    order_buf = np.empty(n_max, dtype=np.int64)
-    m_max = max(n_max, nt_max)
-    perm_buf = np.empty(m_max, dtype=np.int64)
-    itmp_buf = np.empty(m_max, dtype=np.int64)
-    ftmp_buf = np.empty(m_max, dtype=np.float64)
-    ideal_buf = np.empty(nt_max, dtype=np.float64)
-    cbuf = np.empty(2 * nt_max + 2, dtype=np.float64)
-    gmem_buf = np.empty(n_max + 1, dtype=np.int64)
+    bufs = _buffers(nt_max, n_max)
+    work = scratch(n_max, nt_max)
     # positions counted (_counted_groups) where that gives the sorted list's values: ties
     # "expected" or "first", no cascade metric, every threshold > 0
-    by_count = counted and cascade is None and policy in (POLICY_EXPECTED, POLICY_FIRST)
+    by_count = counted and cascade is None and plan.policy in (POLICY_EXPECTED, POLICY_FIRST)
     for c in range(thresholds.shape[0]):
         if not thresholds[c] > 0.0:
             by_count = False
     for u in range(lo, hi):
-        status[u] = _score_user(
-            u, t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
-            thresholds, ops, ks, thr_idx, gain_idx, fpar, policy, log2p, out, nrel, t_match,
-            tab_key, tab_val, tab_stamp, seen_key, seen_val, seen_stamp, prow_buf, prel_buf,
-            gstart_buf, gsize_buf, tkey_buf, order_buf, perm_buf, itmp_buf, ftmp_buf, ideal_buf,
-            gmem_buf, cascade, cbuf, by_count,
-        )  # fmt: skip
+        outputs.status[u] = _score_user(
+            u, truth, recs, plan, outputs, bufs, work, cascade, by_count
+        )
 
 
 @njit(cache=True, parallel=True)
@@ -1088,13 +963,13 @@ def _duplicate_groups(offsets: np.ndarray, items: np.ndarray, groups: np.ndarray
         n_max = 1
         for a in range(lo, hi):
             n_max = max(n_max, offsets[groups[a] + 1] - offsets[groups[a]])
-        size = 1 << _table_bits(n_max)
+        size = 1 << table_bits(n_max)
         seen_key = np.empty(size, dtype=np.int64)
         seen_val = np.empty(size, dtype=np.int64)
         seen_stamp = np.zeros(size, dtype=np.int64)
         for a in range(lo, hi):
             g = groups[a]
-            flags[a] = _fill_table(
+            flags[a] = fill_table(
                 items, offsets[g], offsets[g + 1], seen_key, seen_val, seen_stamp, a + 1
             )
     return flags
@@ -1142,40 +1017,35 @@ def _text_order_keys(values: np.ndarray) -> np.ndarray:
 # cached on disk, and never compiled again whatever the input's origin.
 
 
-def frozen(array: np.ndarray) -> np.ndarray:
-    """A read-only view of ``array`` (one compiled signature per kernel)."""
-    view = array.view()
-    view.flags.writeable = False
-    return view
-
-
 def rank_users(
     arrays: tuple[np.ndarray, ...], policy: int, n_chunks: int, *, counted: bool = True
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> Outputs:
     """Run the ranking kernel over every truth user.
 
-    ``arrays`` are, in order: ``t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie,
-    u2r, thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p`` (see the module docstring).
-    Returns ``out`` (users x metrics), ``nrel`` (users x thresholds: |R| per threshold),
-    ``status`` (per user: ok or a duplicate) and ``t_match`` (per truth row: the recs row it
-    matched, or -1). ``counted``: find the matched items' positions by counting scores where
-    that gives the same values (:func:`_counted_groups`); False always sorts each list (the
-    tests compare the two).
+    ``arrays`` are, in order, the fields of :class:`Truth`, :class:`Recs` and :class:`Plan`
+    but its ``policy``: ``t_off, t_item, t_rel, t_gain, r_off, r_item, r_score, r_tie, u2r,
+    thresholds, ops, ks, thr_idx, gain_idx, fpar, log2p``. Returns the :class:`Outputs`.
+    ``counted``: find the matched items' positions by counting scores where that gives the
+    same values (:func:`_counted_groups`); False always sorts each list (the tests compare the
+    two).
     """
     views = [frozen(a) for a in arrays]
-    t_off, t_item, thresholds, ops = views[0], views[1], views[9], views[10]
-    n_users = t_off.shape[0] - 1
-    outputs: Any = _rank_outputs(n_users, ops.shape[0], thresholds.shape[0], t_item.shape[0])
+    truth = Truth(*views[:4])
+    recs = Recs(*views[4:9])
+    plan = Plan._make((*views[9:16], int(policy)))
+    n_users = truth.off.shape[0] - 1
+    outputs = _rank_outputs(
+        n_users, plan.ops.shape[0], plan.thresholds.shape[0], truth.item.shape[0]
+    )
     step = (n_users + n_chunks - 1) // n_chunks
-    cascade = cascade_flag(ops)
-    chunk_args = (*views[:15], policy, views[15], *outputs, bool(counted), cascade)
-    run_chunks(_rank_chunk, n_chunks, step, *chunk_args)
-    return outputs  # type: ignore[no-any-return]
+    cascade = cascade_flag(plan.ops)
+    run_chunks(_rank_chunk, n_chunks, step, truth, recs, plan, outputs, bool(counted), cascade)
+    return outputs
 
 
 def cascade_flag(ops: np.ndarray) -> np.ndarray | None:
     """The kernels' ``cascade`` argument: None unless a cascade metric (opcode >= ``OP_ERR``)
-    is asked for, so that Numba compiles their code only then (:func:`_cascade_metrics`)."""
+    is asked for, so that Numba compiles their code only then (:func:`cascade_metrics`)."""
     return np.zeros(0, dtype=np.int64) if bool((ops >= OP_ERR).any()) else None
 
 

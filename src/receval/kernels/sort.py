@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit
 
 from receval.kernels.pools import run_chunks
-from receval.kernels.ranking import frozen
+from receval.kernels.toolbox import frozen
 
 __all__ = [
     "float_keys",

@@ -23,8 +23,7 @@ import numpy as np
 from numba import njit
 
 from receval.kernels.pools import run_chunks
-from receval.kernels.ranking import _slot, _table_bits
-from receval.kernels.ranking import frozen as _frozen
+from receval.kernels.toolbox import frozen, hash_slot, longest_range, table_bits
 
 __all__ = [
     "DROPPED", "TEST", "TRAIN", "VALIDATION", "audit_users", "compact", "dedupe", "holdout",
@@ -109,21 +108,12 @@ def _after(a: int, b: int, time: np.ndarray, tie: np.ndarray) -> bool:
     return a > b
 
 
-@njit(cache=True, nogil=True)
-def _longest(offsets: np.ndarray, lo: int, hi: int) -> int:
-    """The most rows of one group among groups ``lo`` to ``hi - 1``."""
-    out = 0
-    for g in range(lo, hi):
-        out = max(out, offsets[g + 1] - offsets[g])
-    return out
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _probe(key: int, bits: int, stamp: int, tab_key: np.ndarray, tab_stamp: np.ndarray) -> int:
     """The slot of ``key`` in a table of ``2**bits`` slots whose live slots carry ``stamp``:
     its own, or the free slot where it goes."""
     mask = (1 << bits) - 1
-    slot = _slot(key, bits)
+    slot = hash_slot(key, bits)
     while tab_stamp[slot] == stamp and tab_key[slot] != key:
         slot = (slot + 1) & mask
     return slot
@@ -143,13 +133,13 @@ def _dedupe_chunk(
 ) -> None:
     n_users = offsets.shape[0] - 1
     lo, hi = chunk * step, min((chunk + 1) * step, n_users)
-    size = 1 << _table_bits(_longest(offsets, lo, hi))
+    size = 1 << table_bits(longest_range(offsets, lo, hi))
     tab_key = np.empty(size, dtype=np.int64)
     tab_row = np.empty(size, dtype=np.int64)
     tab_stamp = np.full(size, -1, dtype=np.int64)
     for u in range(lo, hi):
         start, stop = offsets[u], offsets[u + 1]
-        bits = _table_bits(stop - start)
+        bits = table_bits(stop - start)
         for i in range(start, stop):  # each item's first (last) row in (time, tie, row)
             if not keep[i]:
                 continue
@@ -190,7 +180,7 @@ def dedupe(
     dropped = np.zeros(n_users, dtype=np.int64)
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-        args = (_frozen(offsets), _frozen(items), _frozen(time), _frozen(tie))
+        args = (frozen(offsets), frozen(items), frozen(time), frozen(tie))
         run_chunks(_dedupe_chunk, n_chunks, _CHUNK, *args, last, keep, dropped)
     return int(dropped.sum())
 
@@ -242,12 +232,12 @@ def compact(
     n_users = offsets.shape[0] - 1
     n_chunks = (n_users + _CHUNK - 1) // _CHUNK
     kept_offsets = np.zeros(n_users + 1, dtype=np.int64)
-    run_chunks(_count_kept_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(keep), kept_offsets)
+    run_chunks(_count_kept_chunk, n_chunks, _CHUNK, frozen(offsets), frozen(keep), kept_offsets)
     np.cumsum(kept_offsets, out=kept_offsets)
     n = int(kept_offsets[n_users])
     out = (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64))
-    args = (_frozen(offsets), _frozen(keep), _frozen(kept_offsets), _frozen(rows))
-    run_chunks(_compact_chunk, n_chunks, _CHUNK, *args, _frozen(time), _frozen(tie), *out)
+    args = (frozen(offsets), frozen(keep), frozen(kept_offsets), frozen(rows))
+    run_chunks(_compact_chunk, n_chunks, _CHUNK, *args, frozen(time), frozen(tie), *out)
     return kept_offsets, *out
 
 
@@ -359,8 +349,8 @@ def holdout(
     if n_users:
         n_chunks = (n_users + _CHUNK - 1) // _CHUNK
         run_chunks(
-            _holdout_chunk, n_chunks, _CHUNK, _frozen(offsets), _frozen(rows), _frozen(time),
-            _frozen(tie), by_time, np.asarray(test, dtype=np.int64),
+            _holdout_chunk, n_chunks, _CHUNK, frozen(offsets), frozen(rows), frozen(time),
+            frozen(tie), by_time, np.asarray(test, dtype=np.int64),
             np.asarray(validation, dtype=np.int64), together, drop_short, part, short,
         )  # fmt: skip
     return part, short
@@ -392,12 +382,12 @@ def _audit_chunk(
     train and in ``side`` marked (threads only ever store True)."""
     n_users = offsets.shape[0] - 1
     lo, hi = chunk * step, min((chunk + 1) * step, n_users)
-    size = 1 << _table_bits(_longest(offsets, lo, hi))
+    size = 1 << table_bits(longest_range(offsets, lo, hi))
     tab_key = np.empty(size, dtype=np.int64)
     tab_stamp = np.full(size, -1, dtype=np.int64)
     for u in range(lo, hi):
         start, stop = offsets[u], offsets[u + 1]
-        bits = _table_bits(stop - start)
+        bits = table_bits(stop - start)
         n_train = 0
         last = 0
         for i in range(start, stop):  # the user's train items and latest train time
@@ -507,9 +497,9 @@ def audit_users(
     train_items = np.zeros(n_items, dtype=np.bool_)
     side_items = np.zeros(n_items, dtype=np.bool_)
     n_chunks = (n_users + _CHUNK - 1) // _CHUNK
-    args = (_frozen(offsets), _frozen(part), int(side), _frozen(items), _frozen(time))
+    args = (frozen(offsets), frozen(part), int(side), frozen(items), frozen(time))
     run_chunks(
-        _audit_chunk, n_chunks, _CHUNK, *args, _frozen(relevant), flags, counts, bounds,
+        _audit_chunk, n_chunks, _CHUNK, *args, frozen(relevant), flags, counts, bounds,
         train_items, side_items,
     )  # fmt: skip
     in_train, in_side = (flags & _HAS_TRAIN) > 0, (flags & _HAS_SIDE) > 0
@@ -517,7 +507,7 @@ def audit_users(
     first_side = int(bounds[in_side, 1].min()) if in_side.any() else 0
     run_chunks(
         _audit_global_chunk, n_chunks, _CHUNK, *args, last_train, first_side,
-        _frozen(train_items), counts,
+        frozen(train_items), counts,
     )  # fmt: skip
     total = counts.sum(axis=0).tolist()
     return {
