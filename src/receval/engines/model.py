@@ -58,9 +58,11 @@ from receval.data.layout import (
 )
 from receval.families.beyond import beyond_part, read_train, unify_items
 from receval.families.contract import (
+    NoRecs,
     Options,
     Part,
     Prepared,
+    Ties,
     merge,
     no_evaluated_message,
     per_user_frame,
@@ -68,7 +70,6 @@ from receval.families.contract import (
 )
 from receval.families.pointwise import raise_no_recs, rating_part, warn_nan
 from receval.families.ranking import (
-    POLICY,
     KernelOutput,
     match,
     match_users,
@@ -1199,23 +1200,21 @@ def setup_model(
     )  # fmt: skip
 
 
-def catalog_tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
-    """Per scored column, trec_eval's tiebreak key (higher first); empty unless ``trec``."""
-    if ties != "trec":
-        return np.zeros(0, dtype=np.int64)
+def catalog_tie_key(catalog: _Catalog) -> np.ndarray:
+    """Per scored column, trec_eval's tiebreak key (higher first: ``ties="trec"``)."""
     ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
     keys = item_keys(ids) if ids.dtype != pl.String else np.arange(ids.len(), dtype=np.int64)
     return np.ascontiguousarray(trec_tie_keys(ids, keys), dtype=np.int64)
 
 
-def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
+def _list_order(catalog: _Catalog, ties: Ties) -> np.ndarray | None:
     """The order of equal scores in the top-K lists of the beyond-accuracy metrics, as that
     family orders a list (docs/beyond.md): catalog order for ``first`` (None), item id
     descending as text for ``trec``, else item id ascending."""
-    if ties == "first":
+    if ties is Ties.FIRST:
         return None
     ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
-    key = pl.Series(-catalog_tie_key(catalog, ties)) if ties == "trec" else ids
+    key = pl.Series(-catalog_tie_key(catalog)) if ties is Ties.TREC else ids
     rank = key.rank("ordinal").cast(pl.Int64) - 1
     return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
 
@@ -1262,7 +1261,7 @@ def _top_table(
     )
 
 
-def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
+def check_model_metrics(plan: tuple[Metric, ...], ties: Ties) -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
     refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
@@ -1285,7 +1284,7 @@ def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
             raise MetricError(msg)
         k_top = max(k_top, int(m.k))
     past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
-    if past and ties == "expected":
+    if past and ties is Ties.EXPECTED:
         msg = (
             f"{', '.join(past)} with ties='expected' share the list's attention with the items "
             "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
@@ -1390,11 +1389,12 @@ def evaluate_model(
     )  # fmt: skip
     t_grp = setup.t_grp
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
-    policy = POLICY[ties]
+    trec = ties is Ties.TREC
     scan = _scan(
         Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
-        setup.t_cand, setup.ex, setup.pc, catalog_tie_key(setup.catalog, ties),
-        want_first=ties == "first", want_trec=ties == "trec",
+        setup.t_cand, setup.ex, setup.pc,
+        catalog_tie_key(setup.catalog) if trec else np.zeros(0, dtype=np.int64),
+        want_first=ties is Ties.FIRST, want_trec=trec,
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None, held=t_grp.nbytes,
     )  # fmt: skip
@@ -1419,7 +1419,7 @@ def evaluate_model(
     n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
     parts: list[Part] = []
     if ranking:
-        parts.append(_model_ranking(ranking, prep, setup, scan, policy, n_chunks))
+        parts.append(_model_ranking(ranking, prep, setup, scan, n_chunks))
     gaucs = tuple(m for m in plan if m.spec.family == "classification")
     if gaucs:
         parts.append(_gauc_part(gaucs, prep, setup, scan, n_chunks))
@@ -1504,7 +1504,6 @@ def _model_ranking(
     prep: Prepared,
     setup: _Setup,
     scan: _Scan,
-    policy: int,
     n_chunks: int,
 ) -> Part:
     """The ranking metrics from the scan's counts (exact full-catalog ranks)."""
@@ -1516,7 +1515,7 @@ def _model_ranking(
         scan.above, scan.tied, scan.first_before, scan.trec_before, np.maximum(scan.n_cand, 0),
         pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
     )  # fmt: skip
-    out, nrel = MK.rank_from_counts(arrays, policy, n_chunks, len(ranking))
+    out, nrel = MK.rank_from_counts(arrays, prep.ties.code, n_chunks, len(ranking))
     kernel = KernelOutput(out, nrel, pa.thr_idx, pa.ops)
     return ranking_part(ranking, prep, kernel, lists=False)  # exact ranks: no list is cut
 
@@ -1536,7 +1535,7 @@ def _gauc_part(
     for m in plan:
         threshold = prep.threshold_of(m)
         relevant = prep.t_rel >= threshold
-        if prep.no_recs == "raise":
+        if prep.no_recs is NoRecs.RAISE:
             raise_no_recs(prep, relevant, m)
         arrays = (prep.t_grp.offsets, setup.t_cand, prep.t_rel, scan.t_score, scan.above,
                   scan.tied, rows)  # fmt: skip

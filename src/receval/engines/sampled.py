@@ -34,7 +34,7 @@ from receval.engines.model import (
     setup_model,
     warn_model_facts,
 )
-from receval.families.contract import Options, TiesPolicy
+from receval.families.contract import NoRecs, Options, Ties
 from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
@@ -113,14 +113,14 @@ def evaluate_sampled(
         raise InputError(msg)
     n_no_recs = int((evaluated & no_recs_users).sum())
     no_recs = options.no_recs
-    if n_no_recs and no_recs == "raise":
+    if n_no_recs and no_recs is NoRecs.RAISE:
         shown = keys.filter(pl.Series(evaluated & no_recs_users)).head(5).to_list()
         msg = (
             f"{n_no_recs} evaluated user(s) have no recommendations (no_recs='raise'), e.g. "
             f"{shown}."
         )
         raise InputError(msg)
-    zero = evaluated & no_recs_users if no_recs == "zero" else np.zeros(keys.len(), np.bool_)
+    zero = evaluated & no_recs_users if no_recs is NoRecs.ZERO else np.zeros(keys.len(), np.bool_)
     means, per_user, details = sampled_means(tagged, queries, keys, inputs.user_col, zero)
     counts = Counts(
         evaluated=n_eval, no_recs=n_no_recs, no_relevant=int((~evaluated).sum()),
@@ -134,17 +134,17 @@ def evaluate_sampled(
 
 
 def _positions(
-    above: np.ndarray, tied: np.ndarray, before: np.ndarray, ties: TiesPolicy
+    above: np.ndarray, tied: np.ndarray, before: np.ndarray, ties: Ties
 ) -> tuple[np.ndarray, np.ndarray]:
     """The range ``lo .. hi`` of each query's sampled position (0 = first) under ``ties``:
     ``expected`` every position of its tie group, ``first`` / ``trec`` after the tied
     negatives that come first in catalog (table row) order / by trec_eval's item order,
     ``optimistic`` first in its tie, ``pessimistic`` last."""
-    if ties == "expected":
+    if ties is Ties.EXPECTED:
         return above, above + tied
-    if ties in ("first", "trec"):
+    if ties.fixed_order:
         return above + before, above + before
-    if ties == "optimistic":
+    if ties is Ties.OPTIMISTIC:
         return above, above.copy()
     return above + tied, above + tied
 
@@ -177,7 +177,7 @@ def _from_model(
     inputs: Inputs,
     kinds: dict[str, IdType],
     rel_col: str,
-    ties: TiesPolicy,
+    ties: Ties,
     threshold: float,
     exclude: Any,
     candidates: Any,
@@ -226,10 +226,10 @@ def _from_model(
     if sampling.distribution == "popularity":
         cdf = _popularity(exclude, inputs, kinds, t_frame, catalog, n_cols)
     key_order = np.zeros(0, dtype=np.int64)
-    if ties == "first":
+    if ties is Ties.FIRST:
         key_order = np.arange(n_cols, dtype=np.int64)
-    elif ties == "trec":
-        key_order = np.ascontiguousarray(-catalog_tie_key(catalog, "trec"), dtype=np.int64)
+    elif ties is Ties.TREC:
+        key_order = np.ascontiguousarray(-catalog_tie_key(catalog), dtype=np.int64)
     m = sampling.negatives
     if sampling.replace and m * _BYTES_PER_NEGATIVE > block_bytes:
         # a block holds at least one test item's draws: with replacement m has no bound but
@@ -337,7 +337,7 @@ def _from_table(
     kinds: dict[str, IdType],
     score_col: str,
     rel_col: str,
-    ties: TiesPolicy,
+    ties: Ties,
     threshold: float,
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a candidates table: each user's rows not in truth are
@@ -394,7 +394,7 @@ def _from_table(
     t = t.with_row_index("__receval_q")
     negs = r_frame.join(t.select(user_col, item_col), on=[user_col, item_col], how="anti")
     test = t.filter(pl.Series(rel_ok)).join(r_frame, on=[user_col, item_col], how="inner")
-    if ties == "trec":  # trec_eval: equal scores by item id descending, as text
+    if ties is Ties.TREC:  # trec_eval: equal scores by item id descending, as text
         ranked = pl.concat([negs.select(item_col), test.select(item_col)]).unique()
         text_rank = pl.col(item_col).cast(pl.String).rank("dense").cast(pl.Int64)
         ranked = ranked.with_columns((-text_rank).alias("__receval_key"))
