@@ -14,6 +14,7 @@ import pytest
 from importlinter.cli import lint_imports
 
 import receval
+from receval.engines.model import ExcludedTruth
 from receval.families.contract import NoRecs, Ties
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,7 +158,11 @@ def test_relative_imports_are_not_used() -> None:
 
 # Options parsed once (docs/architecture.md, "Options are parsed once"): below the options
 # layer a policy is a member of its enum, never the string the user wrote.
-PARSED = {"ties": Ties.options(), "no_recs": NoRecs.options()}
+PARSED = {
+    "ties": Ties.options(),
+    "no_recs": NoRecs.options(),
+    "excluded_truth": ExcludedTruth.options(),
+}
 BELOW_OPTIONS = ("families", "engines", "kernels")
 
 
@@ -210,6 +215,7 @@ def test_no_policy_is_read_as_a_string_below_the_options(path: Path) -> None:
         'prep.ties != "trec"',
         'ties in ("first", "trec")',
         'spec.no_recs == "zero"',
+        'excluded_truth == "raise"',
         '"raise" == no_recs',
         'key == "pessimistic"',
         'POLICY = {"expected": 0, "first": 1, "trec": 2, "optimistic": 3, "pessimistic": 4}',

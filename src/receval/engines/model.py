@@ -20,6 +20,7 @@ table itself. docs/model.md describes the semantics; in short:
 from __future__ import annotations
 
 import ctypes
+import enum
 import re
 import sys
 import threading
@@ -35,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from receval._errors import (
+    Choice,
     InputError,
     MetricError,
     caller_stacklevel,
@@ -83,13 +85,23 @@ from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 
 __all__ = [
-    "PAIR_KEY", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids", "catalog_tie_key",
+    "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids",
+    "catalog_tie_key",
     "evaluate_model", "is_model", "pair_offsets", "read_unified", "setup_model", "topk",
     "warn_model_facts",
 ]  # fmt: skip
 
 Similarity = Literal["dot", "cosine"]
-ExcludedTruth = Literal["drop", "raise"]
+
+
+class ExcludedTruth(Choice):
+    """``excluded_truth=``, parsed where a model source's options are checked: truth rows
+    that ``exclude`` lists for the same user are left out with a warning (``drop``) or
+    raise (``raise``)."""
+
+    DROP = enum.auto()
+    RAISE = enum.auto()
+
 
 DEFAULT_BLOCK_MEMORY = "256MiB"
 _USERS_PER_CHUNK = 64
@@ -1030,7 +1042,7 @@ def _excluded_truth(
 
 
 def _drop_excluded(
-    t_frame: pl.DataFrame, hit: np.ndarray, excluded_truth: str, facts: dict[str, Any]
+    t_frame: pl.DataFrame, hit: np.ndarray, excluded_truth: ExcludedTruth, facts: dict[str, Any]
 ) -> pl.DataFrame:
     """Truth without the rows ``hit`` marks (rows that ``exclude`` lists for the same user; a
     warning), or an error with ``excluded_truth="raise"``; ``facts["truth_rows_excluded"]``
@@ -1041,7 +1053,7 @@ def _drop_excluded(
         return t_frame
     mask = pl.Series(hit)
     shown = show_rows(t_frame, mask, t_frame.columns)
-    if excluded_truth == "raise":
+    if excluded_truth is ExcludedTruth.RAISE:
         msg = (
             f"truth has {count} (user, item) row(s) that exclude also lists for the same "
             "user (repeat consumption: such an item can never be recommended); "
@@ -1132,7 +1144,7 @@ def setup_model(
     kinds: dict[str, IdType],
     exclude: Any,
     candidates: Any,
-    excluded_truth: str,
+    excluded_truth: ExcludedTruth,
     user_col: str,
     item_col: str,
 ) -> _Setup:
@@ -1375,7 +1387,7 @@ def evaluate_model(
     if options.rank_col is not None:
         msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
         raise InputError(msg)
-    check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
+    excluded = ExcludedTruth.parse(excluded_truth, "excluded_truth")
     block_bytes = parse_memory(block_memory)
     inputs, kinds, ties = options.inputs, options.kinds, options.ties
     k_beyond = check_model_metrics(plan, ties)
@@ -1385,7 +1397,7 @@ def evaluate_model(
     )
     setup = setup_model(
         t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
-        excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,
+        excluded_truth=excluded, user_col=user_col, item_col=item_col,
     )  # fmt: skip
     t_grp = setup.t_grp
     ranking = tuple(m for m in plan if m.spec.family == "ranking")

@@ -21,6 +21,7 @@ from receval.data.io import Inputs
 from receval.data.layout import IdType, check_frame, group_by_user
 from receval.engines.model import (
     PAIR_KEY,
+    ExcludedTruth,
     FactorModel,
     ScoreModel,
     Scorer,
@@ -78,6 +79,7 @@ def evaluate_sampled(
         truth, inputs, kinds, options.relevance_col, check_repeats=not is_model(recs)
     )  # a model's truth is checked by setup_model, grouped
     if is_model(recs):
+        excluded = ExcludedTruth.parse(excluded_truth, "excluded_truth")
         if sampling.catalog_size is not None:
             msg = (
                 "Sampling.catalog_size is for a candidates table; a model knows each user's "
@@ -87,7 +89,7 @@ def evaluate_sampled(
         found = _from_model(
             t_frame, recs, sampling, inputs=inputs, kinds=kinds, rel_col=rel_col, ties=ties,
             threshold=threshold, exclude=exclude, candidates=candidates,
-            excluded_truth=excluded_truth, block_bytes=block_bytes,
+            excluded_truth=excluded, block_bytes=block_bytes,
         )  # fmt: skip
     else:
         if exclude is not None or candidates is not None:
@@ -181,7 +183,7 @@ def _from_model(
     threshold: float,
     exclude: Any,
     candidates: Any,
-    excluded_truth: str,
+    excluded_truth: ExcludedTruth,
     block_bytes: int,
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a model: negatives drawn, scored and counted."""
