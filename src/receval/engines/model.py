@@ -86,9 +86,8 @@ from receval.metrics.result import Result
 
 __all__ = [
     "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids",
-    "catalog_tie_key",
-    "evaluate_model", "is_model", "pair_offsets", "read_unified", "setup_model", "topk",
-    "warn_model_facts",
+    "catalog_tie_key", "evaluate_model", "is_model", "pair_offsets", "read_unified",
+    "setup_model", "topk", "warn_model_facts",
 ]  # fmt: skip
 
 Similarity = Literal["dot", "cosine"]
