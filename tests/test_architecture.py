@@ -17,6 +17,8 @@ import pytest
 from importlinter.cli import lint_imports
 
 import receval
+from receval.engines.model import ExcludedTruth
+from receval.families.contract import NoRecs, Ties
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path(receval.__file__).resolve().parent
@@ -184,3 +186,73 @@ def test_relative_imports_are_not_used() -> None:
             if isinstance(node, ast.ImportFrom) and node.level > 0:
                 relative.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert relative == []
+
+
+# Options parsed once (docs/architecture.md, "Options are parsed once"): below the options
+# layer a policy is a member of its enum, never the string the user wrote.
+PARSED = {
+    "ties": Ties.options(),
+    "no_recs": NoRecs.options(),
+    "excluded_truth": ExcludedTruth.options(),
+}
+BELOW_OPTIONS = ("families", "engines", "kernels")
+
+
+def _names_option(node: ast.expr) -> str | None:
+    """The option that ``node`` reads (``ties``, ``prep.ties``, ``spec.no_recs``), or None."""
+    name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", None)
+    return name if name in PARSED else None
+
+
+def _strings(node: ast.expr) -> list[str]:
+    """The string constants ``node`` is, or holds as a tuple, list or set."""
+    items = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return [c.value for c in items if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+
+
+def option_strings(source: str) -> list[str]:
+    """Lines of ``source`` that read a policy as its string: a policy option compared with
+    a string (``ties == "first"``, ``no_recs in ("zero", "skip")``), a ties name compared
+    with anything (``key == "trec"``), or a mapping keyed by every ties name (a lookup of
+    the kernel code by string)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            options = {_names_option(o) for o in operands} - {None}
+            texts = {s for o in operands for s in _strings(o)}
+            if (options and texts) or texts & set(PARSED["ties"]):
+                found.append(f"{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = {s for k in node.keys if k is not None for s in _strings(k)}
+            if set(PARSED["ties"]) <= keys:
+                found.append(f"{node.lineno}: a mapping keyed by the ties names")
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for layer in BELOW_OPTIONS for p in (PACKAGE / layer).rglob("*.py")),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_no_policy_is_read_as_a_string_below_the_options(path: Path) -> None:
+    found = option_strings(path.read_text())
+    assert found == [], f"{path.relative_to(PACKAGE)} compares a policy as a string: {found}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'ties == "first"',
+        'prep.ties != "trec"',
+        'ties in ("first", "trec")',
+        'spec.no_recs == "zero"',
+        'excluded_truth == "raise"',
+        '"raise" == no_recs',
+        'key == "pessimistic"',
+        'POLICY = {"expected": 0, "first": 1, "trec": 2, "optimistic": 3, "pessimistic": 4}',
+    ],
+)
+def test_the_policy_scan_finds_a_planted_string(line: str) -> None:
+    assert option_strings(line) != []
+    assert option_strings("ties is Ties.FIRST or prep.no_recs is NoRecs.SKIP") == []

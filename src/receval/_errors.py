@@ -1,17 +1,20 @@
 """Library errors. Every error raised on bad input subclasses :class:`RecevalError`; the checks
 of option values that many modules share (:func:`check_choice`, :func:`check_integer`) raise
-them with one wording."""
+them with one wording; :class:`Choice` is the parsed form of an option that names one of a few
+policies."""
 
 from __future__ import annotations
 
+import enum
 import numbers
 import sys
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import Self, cast
 
 __all__ = [
+    "Choice",
     "EngineError",
     "InputError",
     "LeakageWarning",
@@ -94,6 +97,34 @@ def check_choice(
         shown = listed or ", ".join(map(str, choices))
         msg = f"{name} must be one of {shown}{more}; got {value!r}."
         raise InputError(msg)
+
+
+class Choice(enum.Enum):
+    """The base of an option whose value names one of a few policies (``ties="first"``).
+
+    The option is read once, where it is checked (:meth:`parse`), and travels down as a
+    member, which the code below compares by identity (``ties is Ties.FIRST``), never as a
+    string. Each member is named as the option's value in upper case, and ``str()`` gives the
+    value back as the user wrote it (for settings and messages).
+    """
+
+    @classmethod
+    def options(cls) -> tuple[str, ...]:
+        """The option's values, in the order the members are declared."""
+        return tuple(str(member) for member in cls)
+
+    @classmethod
+    def parse(cls, value: object, name: str) -> Self:
+        """The member that ``value`` names; :class:`InputError` (:func:`check_choice`'s
+        message, ``name`` the option) when it names none."""
+        check_choice(name, value, cls.options())
+        return cls[cast(str, value).upper()]
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    def __format__(self, format_spec: str) -> str:
+        return format(str(self), format_spec)
 
 
 def check_integer(

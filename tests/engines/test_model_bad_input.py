@@ -246,10 +246,12 @@ def test_excluded_truth_raise() -> None:
     assert "1" in message(info)  # the number of excluded truth rows
 
 
-def test_excluded_truth_unknown_value() -> None:
-    with pytest.raises(receval.InputError, match="excluded_truth") as info:
-        receval.evaluate(TRUTH, model(), "ndcg@2", excluded_truth="keep")
-    assert "keep" in message(info) and "drop" in message(info)
+@pytest.mark.parametrize("sampling", [None, receval.Sampling(negatives=1)])
+def test_excluded_truth_unknown_value(sampling: receval.Sampling | None) -> None:
+    # with sampling=, an unknown value was once taken as "drop"
+    want = "^excluded_truth must be one of drop, raise; got 'keep'.$"
+    with pytest.raises(receval.InputError, match=want):
+        receval.evaluate(TRUTH, model(), "ndcg@2", excluded_truth="keep", sampling=sampling)
 
 
 @pytest.mark.parametrize("arg", ["exclude", "candidates"])

@@ -4,8 +4,9 @@ handed whole to every engine; ShardSpec keeps them without train and items."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
-from typing import Any
+from typing import Any, get_args
 
 import polars as pl
 import pytest
@@ -13,7 +14,8 @@ import pytest
 import receval
 from receval._errors import InputError
 from receval.engines.shard import ShardSpec
-from receval.families.contract import Context, Options
+from receval.families.contract import Context, NoRecs, NoRecsPolicy, Options, Ties, TiesPolicy
+from receval.kernels import ranking as K
 from receval.metrics.registry import parse_metrics
 
 TRUTH = pl.DataFrame({"user": [1, 1, 2], "item": [10, 11, 10], "relevance": [1.0, 2.0, 1.0]})
@@ -30,7 +32,7 @@ def test_defaults_are_evaluates() -> None:
     assert options.kinds == {"user": "auto", "item": "auto"}
     assert options.order_col == "score" and not options.by_rank
     assert options.relevance_col is None and options.relevance_name == "relevance"
-    assert (options.ties, options.no_recs) == ("expected", "zero")
+    assert options.ties is Ties.EXPECTED and options.no_recs is NoRecs.ZERO
     assert options.threshold == 1.0 and isinstance(options.threshold, float)
     assert options.train is None and options.items is None
 
@@ -52,7 +54,68 @@ def test_accessors() -> None:
 def test_frozen() -> None:
     options = Options.of()
     with pytest.raises(dataclasses.FrozenInstanceError):
-        options.ties = "first"  # type: ignore[misc]
+        options.ties = Ties.FIRST  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("value", "member", "code"),
+    [
+        ("expected", Ties.EXPECTED, K.POLICY_EXPECTED),
+        ("first", Ties.FIRST, K.POLICY_FIRST),
+        ("trec", Ties.TREC, K.POLICY_TREC),
+        ("optimistic", Ties.OPTIMISTIC, K.POLICY_OPTIMISTIC),
+        ("pessimistic", Ties.PESSIMISTIC, K.POLICY_PESSIMISTIC),
+    ],
+)
+def test_ties_parsed_once(value: str, member: Ties, code: int) -> None:
+    parsed = Ties.parse(value, "ties")
+    assert parsed is member and Options.of(ties=value).ties is member
+    # the kernels' code as a plain int (Numba compiles for int64, not for the enum)
+    assert parsed.code == code and type(parsed.code) is int
+    assert str(parsed) == f"{parsed}" == value
+    assert Options.of(ties=value).settings(True)["ties"] == value
+    assert pickle.loads(pickle.dumps(parsed)) is parsed  # shipped to Spark executors
+    assert parsed.fixed_order == (value in ("first", "trec"))
+
+
+@pytest.mark.parametrize(
+    ("value", "member"),
+    [("zero", NoRecs.ZERO), ("skip", NoRecs.SKIP), ("raise", NoRecs.RAISE)],
+)
+def test_no_recs_parsed_once(value: str, member: NoRecs) -> None:
+    assert NoRecs.parse(value, "no_recs") is member and Options.of(no_recs=value).no_recs is member
+    assert str(member) == f"{member}" == value
+    assert Options.of(no_recs=value).settings(True)["no_recs"] == value
+    assert pickle.loads(pickle.dumps(member)) is member
+
+
+def test_policies_follow_the_public_literals() -> None:
+    assert Ties.options() == get_args(TiesPolicy)
+    assert NoRecs.options() == get_args(NoRecsPolicy)
+
+
+TIES_LISTED = "expected, first, trec, optimistic, pessimistic"
+
+
+@pytest.mark.parametrize(
+    ("cls", "name", "value", "message"),
+    [
+        (Ties, "ties", "random", f"ties must be one of {TIES_LISTED}; got 'random'."),
+        (Ties, "ties", "First", f"ties must be one of {TIES_LISTED}; got 'First'."),
+        (Ties, "ties", "EXPECTED", f"ties must be one of {TIES_LISTED}; got 'EXPECTED'."),
+        (Ties, "ties", "", f"ties must be one of {TIES_LISTED}; got ''."),
+        (Ties, "ties", None, f"ties must be one of {TIES_LISTED}; got None."),
+        (Ties, "ties", 1, f"ties must be one of {TIES_LISTED}; got 1."),  # a code is no name
+        (NoRecs, "no_recs", "drop", "no_recs must be one of zero, skip, raise; got 'drop'."),
+        (NoRecs, "no_recs", "Zero", "no_recs must be one of zero, skip, raise; got 'Zero'."),
+        (NoRecs, "no_recs", 0, "no_recs must be one of zero, skip, raise; got 0."),
+    ],
+)
+def test_policies_refused(cls: type[Ties | NoRecs], name: str, value: Any, message: str) -> None:
+    with pytest.raises(InputError, match=exactly(message)):
+        cls.parse(value, name)
+    with pytest.raises(InputError, match=exactly(message)):  # the public functions say so too
+        receval.evaluate(TRUTH, RECS, "ndcg@2", **{name: value})
 
 
 def test_context_and_settings() -> None:

@@ -20,6 +20,7 @@ table itself. docs/model.md describes the semantics; in short:
 from __future__ import annotations
 
 import ctypes
+import enum
 import re
 import sys
 import threading
@@ -35,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from receval._errors import (
+    Choice,
     InputError,
     MetricError,
     caller_stacklevel,
@@ -58,9 +60,11 @@ from receval.data.layout import (
 )
 from receval.families.beyond import beyond_part, read_train, unify_items
 from receval.families.contract import (
+    NoRecs,
     Options,
     Part,
     Prepared,
+    Ties,
     merge,
     no_evaluated_message,
     per_user_frame,
@@ -68,7 +72,6 @@ from receval.families.contract import (
 )
 from receval.families.pointwise import raise_no_recs, rating_part, warn_nan
 from receval.families.ranking import (
-    POLICY,
     KernelOutput,
     match,
     match_users,
@@ -82,13 +85,22 @@ from receval.metrics.registry import Metric
 from receval.metrics.result import Result
 
 __all__ = [
-    "PAIR_KEY", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids", "catalog_tie_key",
-    "evaluate_model", "is_model", "pair_offsets", "read_unified", "setup_model", "topk",
-    "warn_model_facts",
+    "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids",
+    "catalog_tie_key", "evaluate_model", "is_model", "pair_offsets", "read_unified",
+    "setup_model", "topk", "warn_model_facts",
 ]  # fmt: skip
 
 Similarity = Literal["dot", "cosine"]
-ExcludedTruth = Literal["drop", "raise"]
+
+
+class ExcludedTruth(Choice):
+    """``excluded_truth=``, parsed where a model source's options are checked: truth rows
+    that ``exclude`` lists for the same user are left out with a warning (``drop``) or
+    raise (``raise``)."""
+
+    DROP = enum.auto()
+    RAISE = enum.auto()
+
 
 DEFAULT_BLOCK_MEMORY = "256MiB"
 _USERS_PER_CHUNK = 64
@@ -1029,7 +1041,7 @@ def _excluded_truth(
 
 
 def _drop_excluded(
-    t_frame: pl.DataFrame, hit: np.ndarray, excluded_truth: str, facts: dict[str, Any]
+    t_frame: pl.DataFrame, hit: np.ndarray, excluded_truth: ExcludedTruth, facts: dict[str, Any]
 ) -> pl.DataFrame:
     """Truth without the rows ``hit`` marks (rows that ``exclude`` lists for the same user; a
     warning), or an error with ``excluded_truth="raise"``; ``facts["truth_rows_excluded"]``
@@ -1040,7 +1052,7 @@ def _drop_excluded(
         return t_frame
     mask = pl.Series(hit)
     shown = show_rows(t_frame, mask, t_frame.columns)
-    if excluded_truth == "raise":
+    if excluded_truth is ExcludedTruth.RAISE:
         msg = (
             f"truth has {count} (user, item) row(s) that exclude also lists for the same "
             "user (repeat consumption: such an item can never be recommended); "
@@ -1131,7 +1143,7 @@ def setup_model(
     kinds: dict[str, IdType],
     exclude: Any,
     candidates: Any,
-    excluded_truth: str,
+    excluded_truth: ExcludedTruth,
     user_col: str,
     item_col: str,
 ) -> _Setup:
@@ -1199,23 +1211,21 @@ def setup_model(
     )  # fmt: skip
 
 
-def catalog_tie_key(catalog: _Catalog, ties: str) -> np.ndarray:
-    """Per scored column, trec_eval's tiebreak key (higher first); empty unless ``trec``."""
-    if ties != "trec":
-        return np.zeros(0, dtype=np.int64)
+def catalog_tie_key(catalog: _Catalog) -> np.ndarray:
+    """Per scored column, trec_eval's tiebreak key (higher first: ``ties="trec"``)."""
     ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
     keys = item_keys(ids) if ids.dtype != pl.String else np.arange(ids.len(), dtype=np.int64)
     return np.ascontiguousarray(trec_tie_keys(ids, keys), dtype=np.int64)
 
 
-def _list_order(catalog: _Catalog, ties: str) -> np.ndarray | None:
+def _list_order(catalog: _Catalog, ties: Ties) -> np.ndarray | None:
     """The order of equal scores in the top-K lists of the beyond-accuracy metrics, as that
     family orders a list (docs/beyond.md): catalog order for ``first`` (None), item id
     descending as text for ``trec``, else item id ascending."""
-    if ties == "first":
+    if ties is Ties.FIRST:
         return None
     ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
-    key = pl.Series(-catalog_tie_key(catalog, ties)) if ties == "trec" else ids
+    key = pl.Series(-catalog_tie_key(catalog)) if ties is Ties.TREC else ids
     rank = key.rank("ordinal").cast(pl.Int64) - 1
     return np.ascontiguousarray(rank.to_numpy(), dtype=np.int64)
 
@@ -1262,7 +1272,7 @@ def _top_table(
     )
 
 
-def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
+def check_model_metrics(plan: tuple[Metric, ...], ties: Ties) -> int:
     """Refuse the metrics a model source cannot give; the largest beyond-accuracy K (0: none)."""
     refused = [m.canonical for m in plan if m.spec.family == "classification" and m.is_global()]
     if refused:
@@ -1285,7 +1295,7 @@ def check_model_metrics(plan: tuple[Metric, ...], ties: str = "first") -> int:
             raise MetricError(msg)
         k_top = max(k_top, int(m.k))
     past = [m.canonical for m in plan if m.spec.ties_past_cutoff]
-    if past and ties == "expected":
+    if past and ties is Ties.EXPECTED:
         msg = (
             f"{', '.join(past)} with ties='expected' share the list's attention with the items "
             "tied with the K-th one past the cutoff, which a model's top-K lists do not hold. "
@@ -1376,7 +1386,7 @@ def evaluate_model(
     if options.rank_col is not None:
         msg = "rank_col names a column of a recs table; a model source has scores (drop rank_col)."
         raise InputError(msg)
-    check_choice("excluded_truth", excluded_truth, get_args(ExcludedTruth))
+    excluded = ExcludedTruth.parse(excluded_truth, "excluded_truth")
     block_bytes = parse_memory(block_memory)
     inputs, kinds, ties = options.inputs, options.kinds, options.ties
     k_beyond = check_model_metrics(plan, ties)
@@ -1386,15 +1396,16 @@ def evaluate_model(
     )
     setup = setup_model(
         t_frame, model, inputs=inputs, kinds=kinds, exclude=exclude, candidates=candidates,
-        excluded_truth=excluded_truth, user_col=user_col, item_col=item_col,
+        excluded_truth=excluded, user_col=user_col, item_col=item_col,
     )  # fmt: skip
     t_grp = setup.t_grp
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
-    policy = POLICY[ties]
+    trec = ties is Ties.TREC
     scan = _scan(
         Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
-        setup.t_cand, setup.ex, setup.pc, catalog_tie_key(setup.catalog, ties),
-        want_first=ties == "first", want_trec=ties == "trec",
+        setup.t_cand, setup.ex, setup.pc,
+        catalog_tie_key(setup.catalog) if trec else np.zeros(0, dtype=np.int64),
+        want_first=ties is Ties.FIRST, want_trec=trec,
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
         sel_key=_list_order(setup.catalog, ties) if k_beyond else None, held=t_grp.nbytes,
     )  # fmt: skip
@@ -1419,7 +1430,7 @@ def evaluate_model(
     n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
     parts: list[Part] = []
     if ranking:
-        parts.append(_model_ranking(ranking, prep, setup, scan, policy, n_chunks))
+        parts.append(_model_ranking(ranking, prep, setup, scan, n_chunks))
     gaucs = tuple(m for m in plan if m.spec.family == "classification")
     if gaucs:
         parts.append(_gauc_part(gaucs, prep, setup, scan, n_chunks))
@@ -1504,7 +1515,6 @@ def _model_ranking(
     prep: Prepared,
     setup: _Setup,
     scan: _Scan,
-    policy: int,
     n_chunks: int,
 ) -> Part:
     """The ranking metrics from the scan's counts (exact full-catalog ranks)."""
@@ -1516,7 +1526,7 @@ def _model_ranking(
         scan.above, scan.tied, scan.first_before, scan.trec_before, np.maximum(scan.n_cand, 0),
         pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
     )  # fmt: skip
-    out, nrel = MK.rank_from_counts(arrays, policy, n_chunks, len(ranking))
+    out, nrel = MK.rank_from_counts(arrays, prep.ties.code, n_chunks, len(ranking))
     kernel = KernelOutput(out, nrel, pa.thr_idx, pa.ops)
     return ranking_part(ranking, prep, kernel, lists=False)  # exact ranks: no list is cut
 
@@ -1536,7 +1546,7 @@ def _gauc_part(
     for m in plan:
         threshold = prep.threshold_of(m)
         relevant = prep.t_rel >= threshold
-        if prep.no_recs == "raise":
+        if prep.no_recs is NoRecs.RAISE:
             raise_no_recs(prep, relevant, m)
         arrays = (prep.t_grp.offsets, setup.t_cand, prep.t_rel, scan.t_score, scan.above,
                   scan.tied, rows)  # fmt: skip

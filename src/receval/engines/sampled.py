@@ -21,6 +21,7 @@ from receval.data.io import Inputs
 from receval.data.layout import IdType, check_frame, group_by_user
 from receval.engines.model import (
     PAIR_KEY,
+    ExcludedTruth,
     FactorModel,
     ScoreModel,
     Scorer,
@@ -34,7 +35,7 @@ from receval.engines.model import (
     setup_model,
     warn_model_facts,
 )
-from receval.families.contract import Options, TiesPolicy
+from receval.families.contract import NoRecs, Options, Ties
 from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
@@ -78,6 +79,7 @@ def evaluate_sampled(
         truth, inputs, kinds, options.relevance_col, check_repeats=not is_model(recs)
     )  # a model's truth is checked by setup_model, grouped
     if is_model(recs):
+        excluded = ExcludedTruth.parse(excluded_truth, "excluded_truth")
         if sampling.catalog_size is not None:
             msg = (
                 "Sampling.catalog_size is for a candidates table; a model knows each user's "
@@ -87,7 +89,7 @@ def evaluate_sampled(
         found = _from_model(
             t_frame, recs, sampling, inputs=inputs, kinds=kinds, rel_col=rel_col, ties=ties,
             threshold=threshold, exclude=exclude, candidates=candidates,
-            excluded_truth=excluded_truth, block_bytes=block_bytes,
+            excluded_truth=excluded, block_bytes=block_bytes,
         )  # fmt: skip
     else:
         if exclude is not None or candidates is not None:
@@ -113,14 +115,14 @@ def evaluate_sampled(
         raise InputError(msg)
     n_no_recs = int((evaluated & no_recs_users).sum())
     no_recs = options.no_recs
-    if n_no_recs and no_recs == "raise":
+    if n_no_recs and no_recs is NoRecs.RAISE:
         shown = keys.filter(pl.Series(evaluated & no_recs_users)).head(5).to_list()
         msg = (
             f"{n_no_recs} evaluated user(s) have no recommendations (no_recs='raise'), e.g. "
             f"{shown}."
         )
         raise InputError(msg)
-    zero = evaluated & no_recs_users if no_recs == "zero" else np.zeros(keys.len(), np.bool_)
+    zero = evaluated & no_recs_users if no_recs is NoRecs.ZERO else np.zeros(keys.len(), np.bool_)
     means, per_user, details = sampled_means(tagged, queries, keys, inputs.user_col, zero)
     counts = Counts(
         evaluated=n_eval, no_recs=n_no_recs, no_relevant=int((~evaluated).sum()),
@@ -134,17 +136,17 @@ def evaluate_sampled(
 
 
 def _positions(
-    above: np.ndarray, tied: np.ndarray, before: np.ndarray, ties: TiesPolicy
+    above: np.ndarray, tied: np.ndarray, before: np.ndarray, ties: Ties
 ) -> tuple[np.ndarray, np.ndarray]:
     """The range ``lo .. hi`` of each query's sampled position (0 = first) under ``ties``:
     ``expected`` every position of its tie group, ``first`` / ``trec`` after the tied
     negatives that come first in catalog (table row) order / by trec_eval's item order,
     ``optimistic`` first in its tie, ``pessimistic`` last."""
-    if ties == "expected":
+    if ties is Ties.EXPECTED:
         return above, above + tied
-    if ties in ("first", "trec"):
+    if ties.fixed_order:
         return above + before, above + before
-    if ties == "optimistic":
+    if ties is Ties.OPTIMISTIC:
         return above, above.copy()
     return above + tied, above + tied
 
@@ -177,11 +179,11 @@ def _from_model(
     inputs: Inputs,
     kinds: dict[str, IdType],
     rel_col: str,
-    ties: TiesPolicy,
+    ties: Ties,
     threshold: float,
     exclude: Any,
     candidates: Any,
-    excluded_truth: str,
+    excluded_truth: ExcludedTruth,
     block_bytes: int,
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a model: negatives drawn, scored and counted."""
@@ -226,10 +228,10 @@ def _from_model(
     if sampling.distribution == "popularity":
         cdf = _popularity(exclude, inputs, kinds, t_frame, catalog, n_cols)
     key_order = np.zeros(0, dtype=np.int64)
-    if ties == "first":
+    if ties is Ties.FIRST:
         key_order = np.arange(n_cols, dtype=np.int64)
-    elif ties == "trec":
-        key_order = np.ascontiguousarray(-catalog_tie_key(catalog, "trec"), dtype=np.int64)
+    elif ties is Ties.TREC:
+        key_order = np.ascontiguousarray(-catalog_tie_key(catalog), dtype=np.int64)
     m = sampling.negatives
     if sampling.replace and m * _BYTES_PER_NEGATIVE > block_bytes:
         # a block holds at least one test item's draws: with replacement m has no bound but
@@ -337,7 +339,7 @@ def _from_table(
     kinds: dict[str, IdType],
     score_col: str,
     rel_col: str,
-    ties: TiesPolicy,
+    ties: Ties,
     threshold: float,
 ) -> tuple[pl.Series, Queries, np.ndarray, np.ndarray, dict[str, Any]]:
     """The queries' sampled ranks from a candidates table: each user's rows not in truth are
@@ -394,7 +396,7 @@ def _from_table(
     t = t.with_row_index("__receval_q")
     negs = r_frame.join(t.select(user_col, item_col), on=[user_col, item_col], how="anti")
     test = t.filter(pl.Series(rel_ok)).join(r_frame, on=[user_col, item_col], how="inner")
-    if ties == "trec":  # trec_eval: equal scores by item id descending, as text
+    if ties is Ties.TREC:  # trec_eval: equal scores by item id descending, as text
         ranked = pl.concat([negs.select(item_col), test.select(item_col)]).unique()
         text_rank = pl.col(item_col).cast(pl.String).rank("dense").cast(pl.Int64)
         ranked = ranked.with_columns((-text_rank).alias("__receval_key"))

@@ -41,9 +41,11 @@ from receval.data.io import Inputs
 from receval.families import beyond as B
 from receval.families.contract import (
     Context,
+    NoRecs,
     NoRecsPolicy,
     Options,
     Part,
+    Ties,
     TiesPolicy,
     check_inputs,
     join_per_user,
@@ -128,7 +130,7 @@ class ShardSpec:
         return self.options.relevance_name
 
     @property
-    def ties(self) -> TiesPolicy:
+    def ties(self) -> Ties:
         return self.options.ties
 
     @property
@@ -136,7 +138,7 @@ class ShardSpec:
         return self.options.threshold
 
     @property
-    def no_recs(self) -> NoRecsPolicy:
+    def no_recs(self) -> NoRecs:
         return self.options.no_recs
 
     @property
@@ -330,7 +332,7 @@ class Merger:
         missing = max(
             (int(i.get("missing_predictions", 0)) for i in self.details.values()), default=0
         )
-        if missing and self.spec.no_recs == "zero":
+        if missing and self.spec.no_recs is NoRecs.ZERO:
             names = ", ".join(m.canonical for m in self.plan if m.spec.family == "rating")
             warnings.warn(
                 f"{missing} truth row(s) have no predicted rating (no recs row for the same "

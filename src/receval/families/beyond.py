@@ -63,6 +63,7 @@ from receval.families.contract import (
     Context,
     Part,
     Prepared,
+    Ties,
     per_user_frame,
 )
 from receval.families.states import COMPACT, GlobalState, counts_matrix, state_rows
@@ -542,9 +543,9 @@ class _Context:
             )
             if ids is None:  # string ids: the codes are the tie keys of "expected" below
                 row_codes = _codes(catalog, r_items)
-        if prep.ties == "first":
+        if prep.ties is Ties.FIRST:
             tie = np.arange(r_items.len(), dtype=np.int64)
-        elif prep.ties == "trec":
+        elif prep.ties is Ties.TREC:
             tie = -trec_tie_keys(prep.r_grp.column(item_col), prep.r_item)
         elif ids is not None:
             tie = ids  # item id ascending
@@ -1312,7 +1313,7 @@ def _exposure(m: Metric, ctx: _Context, geometric: bool) -> tuple[np.ndarray, ..
         score = np.ascontiguousarray(prep.r_score, dtype=np.float64)
         e_off, rows, att = BK.exposure_rows(
             prep.r_grp.offsets, score, ctx.tie, top_off, ctx._top_rows[m.k],
-            negate=prep.by_rank, expected=prep.ties == "expected", geometric=geometric,
+            negate=prep.by_rank, expected=prep.ties is Ties.EXPECTED, geometric=geometric,
             patience=m.float_param("patience"),
         )  # fmt: skip
         ctx._cache[key] = (e_off, rows, att, _row_codes(ctx, rows))
@@ -1360,7 +1361,7 @@ def _sampled_exposure(m: Metric, ctx: _Context) -> tuple[np.ndarray, np.ndarray,
         code = samples[SAMPLE_CODE].to_numpy()
         user = row_user[grouped]  # rows by user, then sample, then input order
         score = np.ascontiguousarray(samples[SAMPLE_ORDER].to_numpy(), np.float64)
-        if prep.ties == "first":
+        if prep.ties is Ties.FIRST:
             tie = np.arange(grouped.size, dtype=np.int64)
         else:  # the policy's key of the item, as for one ranking
             tie = np.ascontiguousarray(ctx.tie[grouped])
@@ -1375,7 +1376,7 @@ def _sampled_exposure(m: Metric, ctx: _Context) -> tuple[np.ndarray, np.ndarray,
         )
         _, x_rows, att = BK.exposure_rows(
             l_off, score, tie, top_off, top_rows, negate=prep.by_rank,
-            expected=prep.ties == "expected", geometric=True, patience=m.float_param("patience"),
+            expected=prep.ties is Ties.EXPECTED, geometric=True, patience=m.float_param("patience"),
         )  # fmt: skip
         exposed = grouped[x_rows]
         owner = user[x_rows]

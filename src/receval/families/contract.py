@@ -8,20 +8,24 @@ provider (:data:`receval.families.providers.PARTS`). A provider returns a :class
 :func:`merge` joins the parts into one :class:`~receval.Result`.
 
 This module holds the layout, the part, the policies every family shares and the checks
-every engine makes; it imports nothing above the data and metrics layers.
+every engine makes; it imports nothing above the data and metrics layers. It is also where
+the options every engine shares are read (:meth:`Options.of`): a policy given as a string
+(``ties``, ``no_recs``) becomes a member of :class:`Ties` / :class:`NoRecs` there, and
+every family, engine and kernel below reads that member (the kernels its integer code).
 """
 
 from __future__ import annotations
 
+import enum
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from receval._errors import check_choice
+from receval._errors import Choice
 from receval.data.audit import check_threshold  # the one rule, also the split audit's
 from receval.data.io import ROLES, Inputs
 from receval.data.layout import (
@@ -34,25 +38,25 @@ from receval.data.layout import (
     check_id_type,
 )
 from receval.families.states import GlobalState, finish_states
+from receval.kernels import ranking as K
 from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
 
 __all__ = [
     "GRADE_NAMES",
-    "NO_RECS",
     "SAMPLED_METRICS",
     "SAMPLE_CODE",
     "SAMPLE_ORDER",
     "SAMPLE_PAIR",
-    "TIES",
     "Context",
+    "NoRecs",
     "NoRecsPolicy",
     "Options",
     "Part",
     "Prepared",
+    "Ties",
     "TiesPolicy",
     "check_inputs",
-    "check_policies",
     "check_threshold",
     "join_per_user",
     "merge",
@@ -63,6 +67,39 @@ __all__ = [
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
 NoRecsPolicy = Literal["zero", "skip", "raise"]
+
+
+class Ties(int, Choice):
+    """``ties=``, parsed (:meth:`~receval._errors.Choice.parse`): how equal scores (or
+    repeated ranks) are ordered. A member's value is the ranking kernels' code of the policy
+    (:data:`receval.kernels.ranking.POLICY_EXPECTED`, ...); ``str(Ties.FIRST) == "first"``."""
+
+    EXPECTED = K.POLICY_EXPECTED
+    FIRST = K.POLICY_FIRST
+    TREC = K.POLICY_TREC
+    OPTIMISTIC = K.POLICY_OPTIMISTIC
+    PESSIMISTIC = K.POLICY_PESSIMISTIC
+
+    @property
+    def code(self) -> int:
+        """The kernels' code of the policy, a plain int (what the kernels are compiled for)."""
+        return int(self.value)
+
+    @property
+    def fixed_order(self) -> bool:
+        """Whether equal scores keep one fixed order, so that each item has one position:
+        ``first`` (input order) and ``trec`` (item id descending, as text)."""
+        return self in (Ties.FIRST, Ties.TREC)
+
+
+class NoRecs(Choice):
+    """``no_recs=``, parsed: what an evaluated truth user without recommendations gets
+    (``zero``: every metric 0, ``skip``: left out, ``raise``: an error)."""
+
+    ZERO = enum.auto()
+    SKIP = enum.auto()
+    RAISE = enum.auto()
+
 
 # truth column names (compared in lower case) that look like a relevance grade: one of them
 # left unused while every row gets relevance 1 is named in a warning
@@ -75,8 +112,6 @@ GRADE_NAMES = frozenset(
 )  # fmt: skip
 
 
-TIES: tuple[str, ...] = get_args(TiesPolicy)
-
 # the metrics defined over a stochastic ranking given as sampled rankings (sample_col)
 SAMPLED_METRICS = ("ee_loss", "ee_disparity", "ee_relevance")
 # the columns of Context.samples: each sampled row's (user, item) as a row of the distinct
@@ -84,13 +119,6 @@ SAMPLED_METRICS = ("ee_loss", "ee_disparity", "ee_relevance")
 SAMPLE_PAIR = f"{INTERNAL}_pair__"
 SAMPLE_CODE = f"{INTERNAL}_sample__"
 SAMPLE_ORDER = f"{INTERNAL}_order__"
-NO_RECS: tuple[str, ...] = get_args(NoRecsPolicy)
-
-
-def check_policies(ties: object, no_recs: object) -> None:
-    """:class:`InputError` unless ``ties`` and ``no_recs`` name one of their policies."""
-    check_choice("ties", ties, TIES)
-    check_choice("no_recs", no_recs, NO_RECS)
 
 
 def warn_unused_relevance(columns: list[str], ids: list[str], stacklevel: int = 2) -> None:
@@ -210,7 +238,8 @@ class Options:
         The column names as given (``rank_col`` replaces ``score_col`` when given;
         ``relevance_col`` None: truth's ``"relevance"`` when present, else relevance 1).
     ties, threshold, no_recs:
-        The policies and ``relevance_threshold`` as a float.
+        The policies, parsed (:class:`Ties`, :class:`NoRecs`), and ``relevance_threshold`` as
+        a float.
     train, items, item_features, rating_range:
         The family options, as given.
     sample_col:
@@ -223,9 +252,9 @@ class Options:
     score_col: str = "score"
     rank_col: str | None = None
     relevance_col: str | None = None
-    ties: TiesPolicy = "expected"
+    ties: Ties = Ties.EXPECTED
     threshold: float = 1.0
-    no_recs: NoRecsPolicy = "zero"
+    no_recs: NoRecs = NoRecs.ZERO
     train: Any = None
     items: Any = None
     item_features: Any = None
@@ -274,11 +303,12 @@ class Options:
             if role == "recs":
                 named[order_option] = order_col
             check_column_names({**named, **(relevance if role == "truth" else {})}, role)
-        check_policies(ties, no_recs)
+        ties_policy = Ties.parse(ties, "ties")
+        no_recs_policy = NoRecs.parse(no_recs, "no_recs")
         return Options(
             inputs=inputs, kinds=kinds, score_col=score_col, rank_col=rank_col,
-            relevance_col=relevance_col, ties=cast(TiesPolicy, ties),
-            threshold=check_threshold(relevance_threshold), no_recs=cast(NoRecsPolicy, no_recs),
+            relevance_col=relevance_col, ties=ties_policy,
+            threshold=check_threshold(relevance_threshold), no_recs=no_recs_policy,
             train=train, items=items, item_features=item_features, rating_range=rating_range,
             sample_col=sample_col,
         )  # fmt: skip
@@ -319,9 +349,11 @@ class Options:
 
     def settings(self, has_relevance: bool) -> dict[str, Any]:
         """What :attr:`Result.settings <receval.Result.settings>` holds of these options
-        (``relevance_col``: the column used, None when every row had relevance 1)."""
+        (``relevance_col``: the column used, None when every row had relevance 1; the
+        policies as the user named them)."""
         return {
-            "ties": self.ties, "relevance_threshold": self.threshold, "no_recs": self.no_recs,
+            "ties": str(self.ties), "relevance_threshold": self.threshold,
+            "no_recs": str(self.no_recs),
             "relevance_col": self.relevance_name if has_relevance else None,
         }  # fmt: skip
 
@@ -361,9 +393,9 @@ class Prepared:
     relevance_col: str
     order_col: str
     by_rank: bool
-    ties: TiesPolicy
+    ties: Ties
     threshold: float
-    no_recs: NoRecsPolicy
+    no_recs: NoRecs
     counts: Counts
     context: Context = field(default_factory=Context)
 

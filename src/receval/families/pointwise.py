@@ -23,7 +23,7 @@ from receval._errors import InputError, UndefinedMetricWarning
 from receval.arrays import classification as C
 from receval.arrays import rating as R
 from receval.data.layout import IdTypeArg, check_id_type, show_rows
-from receval.families.contract import Part, Prepared, check_threshold, per_user_frame
+from receval.families.contract import NoRecs, Part, Prepared, check_threshold, per_user_frame
 from receval.families.ranking import prepare
 from receval.families.states import (
     COMPACT,
@@ -162,7 +162,7 @@ def classification_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
         if threshold not in cache:
             labels, relevant = _labels(prep, threshold)
             cache[threshold] = (labels if keep is None else labels[keep], relevant)
-            if prep.no_recs == "raise":
+            if prep.no_recs is NoRecs.RAISE:
                 raise_no_recs(prep, cache[threshold][1], m)
         labels, relevant = cache[threshold]
         n_pos = int(np.count_nonzero(labels))
@@ -548,9 +548,9 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     )
     shard = prep.context.shard
     if n_missing:
-        if prep.no_recs == "raise":
+        if prep.no_recs is NoRecs.RAISE:
             _raise_missing(prep, missing, names)
-        if prep.no_recs == "zero":
+        if prep.no_recs is NoRecs.ZERO:
             warnings.warn(
                 f"{n_missing} truth row(s) have no predicted rating (no recs row for the same "
                 f"user and item); {names} take the prediction as 0 (no_recs='zero'). Use "
@@ -558,7 +558,7 @@ def rating_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
                 UserWarning,
                 stacklevel=4,
             )
-    keep = ~missing if (prep.no_recs == "skip" and n_missing) else None
+    keep = ~missing if (prep.no_recs is NoRecs.SKIP and n_missing) else None
     if keep is not None:
         y, pred, user_of_row = y[keep], pred[keep], user_of_row[keep]
     y = np.ascontiguousarray(y, dtype=np.float64)

@@ -38,10 +38,10 @@ from receval.data.layout import (
 )
 from receval.families.contract import (
     Context,
-    NoRecsPolicy,
+    NoRecs,
     Part,
     Prepared,
-    TiesPolicy,
+    Ties,
     check_inputs,
     no_evaluated_message,
     per_user_frame,
@@ -57,7 +57,6 @@ from receval.metrics.result import Counts
 __all__ = [
     "NDCG_K_MAX",
     "OPS",
-    "POLICY",
     "KernelOutput",
     "PlanArrays",
     "match",
@@ -67,13 +66,6 @@ __all__ = [
     "ranking_part",
 ]
 
-POLICY = {
-    "expected": K.POLICY_EXPECTED,
-    "first": K.POLICY_FIRST,
-    "trec": K.POLICY_TREC,
-    "optimistic": K.POLICY_OPTIMISTIC,
-    "pessimistic": K.POLICY_PESSIMISTIC,
-}
 OPS = {
     "precision": K.OP_PRECISION,
     "recall": K.OP_RECALL,
@@ -107,9 +99,9 @@ def prepare(
     score_col: str = "score",
     rank_col: str | None = None,
     relevance_col: str | None = None,
-    ties: TiesPolicy = "expected",
+    ties: Ties = Ties.EXPECTED,
     relevance_threshold: float = 1.0,
-    no_recs: NoRecsPolicy = "zero",
+    no_recs: NoRecs = NoRecs.ZERO,
     id_type: IdTypeArg = "auto",
     context: Context | None = None,
 ) -> tuple[Prepared, KernelOutput]:
@@ -351,9 +343,9 @@ def match(
     relevance_col: str,
     order_col: str,
     by_rank: bool,
-    ties: TiesPolicy,
+    ties: Ties,
     threshold: float,
-    no_recs: NoRecsPolicy,
+    no_recs: NoRecs,
     context: Context,
 ) -> tuple[Prepared, KernelOutput]:
     # the kernel's arrays are made from the source columns (in the caller's row order), then
@@ -369,7 +361,7 @@ def match(
     t_item = t_grp.taken("item", lambda: item_keys(t_items))
     r_item = r_grp.taken("item", lambda: item_keys(r_items))
     r_tie = np.zeros(0, dtype=np.int64)
-    if ties == "trec":
+    if ties is Ties.TREC:
         r_tie = r_grp.take(trec_tie_keys(r_items, item_keys(r_items)))
 
     plan_args = plan_arrays(ranking, threshold, t_rel, relevance_col)
@@ -387,7 +379,7 @@ def match(
         t_grp.offsets, t_item, t_rel, t_gain, r_grp.offsets, r_item, r_score, r_tie, u2r,
         pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
     )  # fmt: skip
-    out, nrel, status, t_match = K.rank_users(args, POLICY[ties], n_chunks)
+    out, nrel, status, t_match = K.rank_users(args, ties.code, n_chunks)
 
     unmatched = np.ones(r_grp.n_users, dtype=np.bool_)
     unmatched[u2r[u2r >= 0]] = False
@@ -402,10 +394,10 @@ def match(
     if exact:  # a 64-bit hash collision between distinct ids: redo with exact codes
         t_items, r_items = t_grp.column(item_col), r_grp.column(item_col)
         t_item, r_item = exact_item_keys(t_items, r_items)
-        if ties == "trec":
+        if ties is Ties.TREC:
             r_tie = trec_tie_keys(r_items, r_item)
         args = (*args[:1], t_item, *args[2:5], r_item, r_score, r_tie, *args[8:])
-        out, nrel, status, t_match = K.rank_users(args, POLICY[ties], n_chunks)
+        out, nrel, status, t_match = K.rank_users(args, ties.code, n_chunks)
         other_dups = K.duplicate_groups(r_grp.offsets, r_item, others)
         if status.any() or other_dups.any():
             check_duplicates(status, others[other_dups], t_grp, r_grp, u2r, ids, False)
@@ -522,7 +514,7 @@ def ranking_part(
     if counts.evaluated == 0 and not shard:
         raise InputError(no_evaluated_message(prep.threshold))
     in_any = (nrel[:, thr_idx] >= 1).any(axis=1)
-    if no_recs == "raise" and (in_any & ~has_recs).any():
+    if no_recs is NoRecs.RAISE and (in_any & ~has_recs).any():
         missing = t_grp.keys.filter(pl.Series(in_any & ~has_recs))
         msg = (
             f"{missing.len()} evaluated user(s) have no recommendations (no_recs='raise'), "
@@ -535,12 +527,12 @@ def ranking_part(
     columns: dict[str, np.ndarray] = {}
     means: dict[str, float] = {}
     sums: dict[str, tuple[np.ndarray, np.ndarray | int]] = {}
-    keep = in_any if no_recs != "skip" else in_any & has_recs
+    keep = in_any & has_recs if no_recs is NoRecs.SKIP else in_any
     for j, m in enumerate(plan):
         den = nrel[:, thr_idx[j]]
         values = out[:, j]
         counted = den >= 1
-        if no_recs == "skip":
+        if no_recs is NoRecs.SKIP:
             counted &= has_recs
             values = np.where(has_recs, values, np.nan)
         if ops[j] == K.OP_HITS:
