@@ -61,6 +61,7 @@ CI_ONLY = frozenset(
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups and pytest the -m marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the :data:`CI_ONLY` cases slow, the Hypothesis tests ``property`` (.ci/run runs
     those again under the full profile), and put the tests that start Spark in one xdist group:
