@@ -665,94 +665,92 @@ def pr_cmd(flags: RowCurveFlags) -> None:
     _row_curves(pr, flags)
 
 
+_EVALUATE_FLAGS = (
+    "user_col", "item_col", "score_col", "rank_col", "relevance_col", "ties", "threshold",
+    "no_recs", "train", "items", "item_features", "rating_range", "id_type", "input_format",
+    "columns",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PlotRunFlags:
+    """The options of ``plot metric-at-k`` and ``plot per-user``, declared once (as
+    :class:`ComparisonFlags`): the runs, and evaluate's options for each of them."""
+
+    truth: Annotated[Path, truth_opt]
+    output: Annotated[Path, out_opt]
+    recs: Annotated[Path | None, recs_opt] = None
+    run: Annotated[list[str] | None, run_opt] = None
+    user_col: UserColOpt = None
+    item_col: ItemColOpt = None
+    score_col: ScoreColOpt = None
+    rank_col: RankColOpt = None
+    relevance_col: RelevanceColOpt = None
+    ties: TiesOpt = None
+    threshold: ThresholdOpt = None
+    no_recs: NoRecsOpt = None
+    train: TrainOpt = None
+    items: ItemsOpt = None
+    item_features: ItemFeaturesOpt = None
+    rating_range: RatingRangeOpt = None
+    id_type: IdTypeOpt = None
+    input_format: InputFormatOpt = None
+    columns: ColumnsOpt = None
+
+    def options(self) -> dict[str, Any]:
+        """The keyword options of :func:`receval.evaluate` that the flags give."""
+        return evaluate_options(**{name: getattr(self, name) for name in _EVALUATE_FLAGS})
+
+
+def _plot_runs(flags: PlotRunFlags, draw: Callable[[dict[str, Any], dict[str, Any]], Any]) -> None:
+    """Check ``--output`` against the runs of ``flags``, then ``draw(runs, options)`` to it."""
+    options = flags.options()
+    try:
+        runs = _runs(flags.run, flags.recs)
+        _check_output(flags.output, flags.truth, runs, options)
+        draw(runs, options)
+    except (RecevalError, OSError) as exc:
+        raise _fail(exc) from None
+    _out.print(f"wrote {flags.output}", highlight=False)
+
+
 def metric_at_k_cmd(
-    truth: Annotated[Path, truth_opt],
-    output: Annotated[Path, out_opt],
-    recs: Annotated[Path | None, recs_opt] = None,
-    run: Annotated[list[str] | None, run_opt] = None,
+    flags: PlotRunFlags,
     metric: Annotated[
         str, typer.Option("--metric", "-m", help="Metric without @K, e.g. ndcg.")
     ] = "ndcg",
     k: Annotated[
         int, typer.Option("--k", help=f"Largest cutoff: K = 1..k (at most {MAX_KS}).")
     ] = 20,
-    user_col: UserColOpt = None,
-    item_col: ItemColOpt = None,
-    score_col: ScoreColOpt = None,
-    rank_col: RankColOpt = None,
-    relevance_col: RelevanceColOpt = None,
-    ties: TiesOpt = None,
-    threshold: ThresholdOpt = None,
-    no_recs: NoRecsOpt = None,
-    train: TrainOpt = None,
-    items: ItemsOpt = None,
-    item_features: ItemFeaturesOpt = None,
-    rating_range: RatingRangeOpt = None,
-    id_type: IdTypeOpt = None,
-    input_format: InputFormatOpt = None,
-    columns: ColumnsOpt = None,
 ) -> None:
     """A metric at every cutoff K = 1..k, one line per model."""
-
-    options = evaluate_options(
-        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-        train=train, items=items, item_features=item_features, rating_range=rating_range,
-        id_type=id_type, input_format=input_format, columns=columns,
-    )  # fmt: skip
-    try:
-        if not 1 <= k <= MAX_KS:
-            msg = f"--k must be an integer from 1 to {MAX_KS} (K = 1..k); got {k}."
-            if k > MAX_KS:
-                msg += " For more cutoffs, give receval.plot.metric_at_k a list (ks=[...])."
-            raise InputError(msg)
-        runs = _runs(run, recs)
-        _check_output(output, truth, runs, options)
-        metric_at_k(truth, runs, metric, ks=k, path=output, **options)
-    except (RecevalError, OSError) as exc:
-        raise _fail(exc) from None
-    _out.print(f"wrote {output}", highlight=False)
+    if not 1 <= k <= MAX_KS:
+        msg = f"--k must be an integer from 1 to {MAX_KS} (K = 1..k); got {k}."
+        if k > MAX_KS:
+            msg += " For more cutoffs, give receval.plot.metric_at_k a list (ks=[...])."
+        raise _fail(InputError(msg)) from None
+    _plot_runs(
+        flags,
+        lambda runs, options: metric_at_k(
+            flags.truth, runs, metric, ks=k, path=flags.output, **options
+        ),
+    )
 
 
 def per_user_cmd(
-    truth: Annotated[Path, truth_opt],
-    output: Annotated[Path, out_opt],
-    recs: Annotated[Path | None, recs_opt] = None,
-    run: Annotated[list[str] | None, run_opt] = None,
+    flags: PlotRunFlags,
     metric: Annotated[str, typer.Option("--metric", "-m", help="Metric string.")] = "ndcg@10",
     kind: Annotated[KindOpt, typer.Option(help="box or violin.")] = KindOpt.box,
-    user_col: UserColOpt = None,
-    item_col: ItemColOpt = None,
-    score_col: ScoreColOpt = None,
-    rank_col: RankColOpt = None,
-    relevance_col: RelevanceColOpt = None,
-    ties: TiesOpt = None,
-    threshold: ThresholdOpt = None,
-    no_recs: NoRecsOpt = None,
-    train: TrainOpt = None,
-    items: ItemsOpt = None,
-    item_features: ItemFeaturesOpt = None,
-    rating_range: RatingRangeOpt = None,
-    id_type: IdTypeOpt = None,
-    input_format: InputFormatOpt = None,
-    columns: ColumnsOpt = None,
 ) -> None:
     """The distribution of a metric's per-user values, one box per model."""
 
-    options = evaluate_options(
-        user_col=user_col, item_col=item_col, score_col=score_col, rank_col=rank_col,
-        relevance_col=relevance_col, ties=ties, threshold=threshold, no_recs=no_recs,
-        train=train, items=items, item_features=item_features, rating_range=rating_range,
-        id_type=id_type, input_format=input_format, columns=columns,
-    )  # fmt: skip
-    try:
-        runs = _runs(run, recs)
-        _check_output(output, truth, runs, options)
-        results = {name: evaluate(truth, path, metric, **options) for name, path in runs.items()}
-        per_user(results, metric, kind=kind.value, path=output)
-    except (RecevalError, OSError) as exc:
-        raise _fail(exc) from None
-    _out.print(f"wrote {output}", highlight=False)
+    def draw(runs: dict[str, Any], options: dict[str, Any]) -> None:
+        results = {
+            name: evaluate(flags.truth, path, metric, **options) for name, path in runs.items()
+        }
+        per_user(results, metric, kind=kind.value, path=flags.output)
+
+    _plot_runs(flags, draw)
 
 
 def register_compare_commands(app: typer.Typer) -> None:
@@ -768,5 +766,5 @@ def register_compare_commands(app: typer.Typer) -> None:
     app.add_typer(plot_app, name="plot")
     plot_app.command("roc")(_with_flags(roc_cmd))
     plot_app.command("pr")(_with_flags(pr_cmd))
-    plot_app.command("metric-at-k")(metric_at_k_cmd)
-    plot_app.command("per-user")(per_user_cmd)
+    plot_app.command("metric-at-k")(_with_flags(metric_at_k_cmd, after="run"))
+    plot_app.command("per-user")(_with_flags(per_user_cmd, after="run"))
