@@ -61,15 +61,11 @@ CI_ONLY = frozenset(
 )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups and pytest the -m marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the :data:`CI_ONLY` cases slow, the Hypothesis tests ``property`` (.ci/run runs
-    those again under the full profile), and put the tests that start Spark in one xdist group:
-    under ``-n`` (the README's test command) one worker runs them all in one JVM."""
+    """Mark the :data:`CI_ONLY` cases slow and the Hypothesis tests ``property`` (.ci/run runs
+    those again under the full profile)."""
     for item in items:
         if item.nodeid in CI_ONLY:
             item.add_marker(pytest.mark.slow)
-        if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.nodeid.split("[")[0]:
-            item.add_marker(pytest.mark.xdist_group("spark"))
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)

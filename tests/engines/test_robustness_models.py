@@ -103,7 +103,11 @@ def outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
 def check_result(res: receval.Result) -> None:
     for name in METRICS:
         assert np.isnan(res[name]) or 0.0 <= res[name] <= 1.0, (name, res[name])
-    assert res.counts.evaluated + res.counts.no_relevant == len(TRUTH)
+    # every truth user is counted but those whose every row exclude lists: those rows leave
+    # truth (excluded_truth="drop", counted in settings), and so do the users (docs/model.md)
+    dropped = res.settings["model"]["truth_rows_excluded"]
+    counted = res.counts.evaluated + res.counts.no_relevant
+    assert len(TRUTH) - dropped <= counted <= len(TRUTH), (counted, dropped)
 
 
 @SETTINGS
@@ -195,3 +199,15 @@ def test_score_model_never_raises_a_foreign_exception(data: st.DataObject, outpu
         if output not in ("good", "int", "list"):  # refused whenever fn is called
             assert res.counts.no_recs == res.counts.evaluated, (output, res)
     outcome(receval.topk, model, data.draw(st.sampled_from([2, 10**9])), users=[0, 1, 2])
+
+
+def test_a_user_whose_truth_exclude_lists_whole_leaves_the_counts() -> None:
+    """The case Hypothesis found: user 0's one truth item is excluded, so the row is dropped
+    and user 0 leaves truth (docs/model.md); user 7 is unknown to the model (no recs)."""
+    model = receval.FactorModel(np.zeros((4, 2)), np.zeros((5, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = receval.evaluate(TRUTH, model, METRICS, exclude={0: [0, 1]}, ties="first")
+    assert res.settings["model"]["truth_rows_excluded"] == 1
+    assert res.counts.evaluated == 3 and res.counts.no_recs == 1 and res.counts.no_relevant == 0
+    check_result(res)

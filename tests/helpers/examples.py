@@ -2,9 +2,9 @@
 tests/conftest.py).
 
 The README's test command runs the ``quick`` profile: each test draws a quarter of its number
-(at least 10, or its whole number when that is smaller), so that the command stays under 6
-minutes on 2 cores. ``.ci/run`` runs every property test again under ``full``
-(``--hypothesis-profile=full``), where each draws the number written in its settings.
+(at least 10, or its whole number when that is smaller). ``.ci/run`` runs every property test
+again under ``full`` (``--hypothesis-profile=full``), where each draws the number written in
+its settings.
 """
 
 from __future__ import annotations
