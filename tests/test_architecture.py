@@ -141,6 +141,26 @@ def test_the_forbidden_check_finds_a_planted_import() -> None:
     )
 
 
+# Within the metrics layer (docs/architecture.md): the spec types and the registry sit below
+# the grammar and the catalogue of declarations, and only the registry's face imports the
+# catalogue (so that importing it registers every metric).
+METRICS_BELOW = [
+    ("receval.metrics.specs", "receval.metrics.grammar"),
+    ("receval.metrics.specs", "receval.metrics.catalogue"),
+    ("receval.metrics.grammar", "receval.metrics.catalogue"),
+]
+
+
+@pytest.mark.parametrize(("lower", "upper"), METRICS_BELOW, ids=lambda m: m.rsplit(".", 1)[-1])
+def test_the_metric_specs_sit_below_the_grammar_and_the_catalogue(lower: str, upper: str) -> None:
+    assert graph().find_shortest_chain(importer=lower, imported=upper) is None
+
+
+def test_only_the_registry_imports_the_catalogue() -> None:
+    importers = graph().find_modules_that_directly_import("receval.metrics.catalogue")
+    assert importers == {"receval.metrics.registry"}
+
+
 def test_every_module_has_a_layer() -> None:
     unplaced = sorted(m for m in graph().modules if layer_of(m) is None and m not in TOP)
     assert unplaced == []

@@ -41,7 +41,7 @@ from receval.comparison.text import plain
 from receval.data.io import check_output_path, write_text
 
 if TYPE_CHECKING:
-    from receval.metrics.registry import Metric
+    from receval.metrics.specs import Metric
 
 __all__ = [
     "MAX_DIGITS",

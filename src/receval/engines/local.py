@@ -16,8 +16,8 @@ from receval.families.contract import Options, merge
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
 from receval.kernels.memory import release_later
-from receval.metrics.registry import Metric
 from receval.metrics.result import Result
+from receval.metrics.specs import Metric
 
 __all__ = ["evaluate_local"]
 

@@ -81,8 +81,8 @@ from receval.families.ranking import (
 from receval.kernels import grouping as G
 from receval.kernels import model as MK
 from receval.kernels.toolbox import frozen
-from receval.metrics.registry import Metric
 from receval.metrics.result import Result
+from receval.metrics.specs import Metric
 
 __all__ = [
     "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids",

@@ -39,9 +39,9 @@ from receval.families.contract import NoRecs, Options, Ties
 from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
-from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
 from receval.metrics.sampling import Sampling
+from receval.metrics.specs import Metric
 
 _BYTES_PER_NEGATIVE = 8 * 4
 """A block's memory per drawn negative: its column, score and the kernels' work arrays."""

@@ -17,8 +17,8 @@ import polars as pl
 
 from receval._errors import RecevalError
 from receval.data.segments import Segmentation, same_id_type
-from receval.metrics.registry import Metric
 from receval.metrics.result import Result
+from receval.metrics.specs import Metric
 
 __all__ = ["BY_SEGMENT_SCHEMA", "evaluate_segments", "segment_plan"]
 

@@ -70,7 +70,7 @@ from receval.families.states import COMPACT, GlobalState, counts_matrix, state_r
 from receval.kernels import beyond as BK
 from receval.kernels.exact import parts_weighted, segment_parts, segment_totals
 from receval.kernels.exact import total as total_exact
-from receval.metrics.registry import Metric
+from receval.metrics.specs import Metric
 
 __all__ = [
     "ExposureCounts",

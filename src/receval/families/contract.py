@@ -39,8 +39,8 @@ from receval.data.layout import (
 )
 from receval.families.states import GlobalState, finish_states
 from receval.kernels import ranking as K
-from receval.metrics.registry import Metric
 from receval.metrics.result import Counts, Result
+from receval.metrics.specs import Metric
 
 __all__ = [
     "GRADE_NAMES",

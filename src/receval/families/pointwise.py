@@ -36,7 +36,7 @@ from receval.families.states import (
 from receval.kernels import classification as KC
 from receval.kernels import rating as KR
 from receval.kernels.exact import parts_weighted, total
-from receval.metrics.registry import Metric
+from receval.metrics.specs import Metric
 
 __all__ = [
     "ConfusionCounts",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from receval.families.beyond import beyond_part
 from receval.families.contract import Part, Prepared
 from receval.families.pointwise import classification_part, rating_part
-from receval.metrics.registry import Family, Metric
+from receval.metrics.specs import Family, Metric
 
 __all__ = ["PARTS", "Provider"]
 

@@ -51,8 +51,8 @@ from receval.families.states import GlobalState
 from receval.kernels import grouping as G
 from receval.kernels import ranking as K
 from receval.kernels.exact import total_of
-from receval.metrics.registry import Metric, ParamValue
 from receval.metrics.result import Counts
+from receval.metrics.specs import Metric, ParamValue
 
 __all__ = [
     "NDCG_K_MAX",

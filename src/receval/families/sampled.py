@@ -110,7 +110,7 @@ def check_sampled_metrics(plan: tuple[Metric, ...], tag: SampleTag) -> tuple[Met
 
 
 def one_item_value(kind: str, r: np.ndarray, n: np.ndarray | float, k: int | None) -> np.ndarray:
-    """The value of a metric of kind ``kind`` (:data:`receval.metrics.registry.OneItem`) for a
+    """The value of a metric of kind ``kind`` (:data:`receval.metrics.specs.OneItem`) for a
     query whose one relevant item is at (possibly fractional) rank ``r`` among ``n``
     candidates, cut at ``k`` (None: no cutoff)."""
     r = np.asarray(r, dtype=np.float64)

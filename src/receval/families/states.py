@@ -31,7 +31,7 @@ import numpy as np
 import polars as pl
 
 from receval.kernels.exact import parts
-from receval.metrics.registry import Metric
+from receval.metrics.specs import Metric
 
 __all__ = [
     "GlobalState",

@@ -1,1 +1,2 @@
-"""Metric specs: the registry, the metric-string grammar, the Result container."""
+"""Metric specs: their types and the registry (specs), the metric-string grammar (grammar),
+the declarations (catalogue), the face that registers them all (registry), Result."""

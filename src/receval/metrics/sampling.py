@@ -3,7 +3,7 @@
 Each test (user, item) is ranked against ``negatives`` items drawn from the user's unseen
 items instead of the whole catalog; ``correction`` turns the sampled ranks into an estimate
 of the full-catalog metric. The result's metric names carry the protocol after a ``~``
-(:class:`~receval.metrics.registry.SampleTag`), so that a sampled number is never mistaken
+(:class:`~receval.metrics.specs.SampleTag`), so that a sampled number is never mistaken
 for a full one: ``ndcg@10~sampled(100)`` (uncorrected), ``ndcg@10~rescale(100)``, ...
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from receval._errors import InputError, check_seed
-from receval.metrics.registry import DEFAULT_GAMMA, SampleTag
+from receval.metrics.specs import DEFAULT_GAMMA, SampleTag
 
 __all__ = ["Correction", "Distribution", "Sampling"]
 
