@@ -17,7 +17,7 @@ import receval
 from helpers.examples import examples
 from receval.data.tables import match_users
 from receval.engines.model import pair_offsets
-from receval.families import ranking as R
+from receval.data import tables as R
 from receval.kernels import grouping as G
 from receval.kernels import model as MK
 
