@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings
 
 from helpers.examples import FULL
+from helpers.warmup import PARTS
 
 # the README's test command draws few examples (its "quick" default), .ci/run every property
 # test again with each test's full number (--hypothesis-profile=full): tests/helpers/examples.py
@@ -69,3 +73,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
+
+
+WARMUP_FROM = 1000  # tests selected: a whole suite's run compiles first, a few tests do not
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Before a run of the whole suite, compile the kernels in two processes side by side
+    (tests/helpers/warmup.py): the tests then load the cached machine code. A run of fewer
+    than :data:`WARMUP_FROM` tests, an xdist worker, ``--collect-only`` and
+    ``RECEVAL_NO_WARMUP=1`` skip it."""
+    config = session.config
+    if (
+        len(session.items) < WARMUP_FROM
+        or hasattr(config, "workerinput")
+        or config.option.collectonly
+        or os.environ.get("RECEVAL_NO_WARMUP") == "1"
+    ):
+        return
+    tests = Path(__file__).resolve().parent
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(tests), os.environ.get("PYTHONPATH", "")]),
+        "NUMBA_NUM_THREADS": "1",  # one core each: the parts run side by side
+    }
+    start = time.perf_counter()
+    parts = [
+        subprocess.Popen(
+            [sys.executable, "-m", "helpers.warmup", part],
+            cwd=tests.parent,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for part in PARTS
+    ]
+    lines = []
+    for part, process in zip(PARTS, parts, strict=True):
+        out, err = process.communicate()
+        lines.append(out.strip() or f"warm-up {part}: exit status {process.returncode}")
+        if process.returncode or " 0 call(s) failed" not in out:
+            lines.append(err.strip()[-2000:])  # what failed: its kernels compile in the tests
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        took = time.perf_counter() - start
+        reporter.write_line(f"kernels compiled in {took:.1f} s ({'; '.join(lines)})")

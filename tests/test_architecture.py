@@ -17,6 +17,7 @@ import pytest
 from importlinter.cli import lint_imports
 
 import receval
+from receval.data import io, tables
 from receval.engines.model import ExcludedTruth
 from receval.families.contract import NoRecs, Ties
 
@@ -276,3 +277,39 @@ def test_no_policy_is_read_as_a_string_below_the_options(path: Path) -> None:
 def test_the_policy_scan_finds_a_planted_string(line: str) -> None:
     assert option_strings(line) != []
     assert option_strings("ties is Ties.FIRST or prep.no_recs is NoRecs.SKIP") == []
+
+
+# One input layer (docs/architecture.md, "Inputs are read once"): every table is read by
+# receval.data (receval.data.tables and the readers it uses), the engines call it, and the
+# metric families compute from the layout: no module of families/ calls a reader.
+READERS = frozenset(
+    name
+    for module in (tables, io)
+    for name, value in vars(module).items()
+    if name.startswith(("read_", "_read_", "split_samples")) and callable(value)
+)
+
+
+def reader_calls(source: str) -> list[str]:
+    """Lines of ``source`` that call one of the input layer's readers (by name or attribute)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name in READERS:
+                found.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "families").rglob("*.py")), ids=lambda p: p.name)
+def test_no_family_reads_an_input(path: Path) -> None:
+    found = reader_calls(path.read_text())
+    assert found == [], f"families/{path.name} reads an input itself: {found}"
+
+
+def test_the_reader_scan_finds_a_planted_call() -> None:
+    assert {"read_table", "read_pair", "read_train", "read_items", "split_samples"} <= READERS
+    assert reader_calls("items = read_items(ctx.items, 'user', 'item', kind)") != []
+    assert reader_calls("train = T.read_train(data, 'user', 'item', kind)") != []
+    assert reader_calls("items = ctx.items") == []

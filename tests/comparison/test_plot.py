@@ -14,7 +14,7 @@ from sklearn.metrics import average_precision_score, precision_recall_curve, roc
 
 import receval
 from receval import InputError
-from receval.families.pointwise import labelled_rows
+from receval.engines.local import labelled_rows
 
 TRUTH = {"u1": {"a": 1, "b": 2, "c": 0}, "u2": {"d": 1}, "u3": {"e": 1}}
 RUNS = {

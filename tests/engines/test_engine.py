@@ -11,6 +11,7 @@ import pytest
 
 import receval
 from receval.data import layout as _layout
+from receval.data import tables as _tables
 from receval.families import ranking as _ranking
 
 METRICS = ["ndcg@10", "map@20", "mrr", "recall@5", "precision@3", "hit_rate@2", "r_precision"]
@@ -52,7 +53,7 @@ def _patch_item_keys(
     """The ranking family's item keys made by ``keys``: as arrays, and as the columns that
     the grouping moves with the rows."""
     monkeypatch.setattr(_ranking, "item_keys", keys)
-    monkeypatch.setattr(_ranking, "item_key_column", lambda s: pl.Series(s.name, keys(s)))
+    monkeypatch.setattr(_tables, "item_key_column", lambda s: pl.Series(s.name, keys(s)))
 
 
 def test_hash_collisions_fall_back_to_exact_codes(monkeypatch: pytest.MonkeyPatch) -> None:

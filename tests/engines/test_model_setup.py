@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import receval
 from helpers.examples import examples
+from receval.data import tables as R
+from receval.data.tables import match_users
 from receval.engines.model import pair_offsets
-from receval.families import ranking as R
-from receval.families.ranking import match_users
 from receval.kernels import grouping as G
 from receval.kernels import model as MK
 

@@ -152,19 +152,19 @@ def test_recs_in_train_only_for_truth_users() -> None:
 
 
 def test_train_read_once(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from receval.families import beyond
+    from receval.data import tables
 
     data = make_data(0)
     path = tmp_path / "train.parquet"
     data["train"].write_parquet(path)
     calls: list[str] = []
-    real = beyond.read_table
+    real = tables.read_table
 
     def counting(source: Any, role: str, **kwargs: Any) -> pl.DataFrame:
         calls.append(role)
         return real(source, role, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(beyond, "read_table", counting)
+    monkeypatch.setattr(tables, "read_table", counting)
     with pytest.warns(UserWarning, match="already has in train"):
         res = receval.evaluate(
             data["truth"], data["recs"], ["novelty@5", "coverage@5", "ndcg@5"], train=path

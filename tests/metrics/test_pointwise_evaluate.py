@@ -18,7 +18,7 @@ import receval
 from helpers.cases import Case, random_case, recs_frame, truth_frame
 from receval import InputError
 from receval._errors import UndefinedMetricWarning
-from receval.families.pointwise import labelled_rows
+from receval.engines.local import labelled_rows
 
 
 def scaled(case: Case, by: float = 2.0) -> Case:

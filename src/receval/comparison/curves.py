@@ -41,9 +41,9 @@ from receval.comparison.data import (
     RocCurve,
 )
 from receval.comparison.plots import draw_metric_at_k, draw_pr, draw_roc
+from receval.engines.local import labelled_rows
 from receval.engines.model import is_model
 from receval.evaluation import evaluate
-from receval.families.pointwise import labelled_rows
 from receval.metrics.registry import parse_metric
 
 if TYPE_CHECKING:

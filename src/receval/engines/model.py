@@ -25,7 +25,7 @@ import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -44,21 +44,27 @@ from receval._errors import (
     check_integer,
 )
 from receval.arrays import classification as C
-from receval.data.io import Inputs, check_exists
+from receval.data.io import Inputs
 from receval.data.layout import (
     INTERNAL,
     IdType,
-    Role,
-    cast_ids,
-    check_frame,
     check_id_type,
     group_by_user,
-    id_type_fix,
     item_keys,
     show_rows,
     trec_tie_keys,
 )
-from receval.families.beyond import beyond_part, read_train, unify_items
+from receval.data.tables import (
+    match_users,
+    raise_truth_repeats,
+    read_train,
+    read_truth,
+    read_unified,
+    unify_id_types,
+    unify_items,
+)
+from receval.engines.inputs import with_family_tables
+from receval.families.beyond import beyond_part
 from receval.families.contract import (
     NoRecs,
     Options,
@@ -68,13 +74,11 @@ from receval.families.contract import (
     merge,
     no_evaluated_message,
     per_user_frame,
-    warn_unused_relevance,
 )
 from receval.families.pointwise import raise_no_recs, rating_part, warn_nan
 from receval.families.ranking import (
     KernelOutput,
     match,
-    match_users,
     plan_arrays,
     ranking_part,
 )
@@ -85,8 +89,8 @@ from receval.metrics.result import Result
 from receval.metrics.specs import Metric
 
 __all__ = [
-    "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer", "cast_model_ids",
-    "catalog_tie_key", "evaluate_model", "is_model", "pair_offsets", "read_unified",
+    "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer",
+    "catalog_tie_key", "evaluate_model", "is_model", "pair_offsets",
     "setup_model", "topk", "warn_model_facts",
 ]  # fmt: skip
 
@@ -473,79 +477,6 @@ class _Catalog:
         return self.ids.len() if self.cols is None else int(self.cols.shape[0])
 
 
-def _unify(left: pl.Series, right: pl.Series, what: str, side: str) -> tuple[pl.Series, pl.Series]:
-    """``left`` (from a table) and ``right`` (the model's ids) with one id type."""
-    lt, rt = left.dtype, right.dtype
-    if lt == rt:
-        return left, right
-    if lt.is_integer() and rt.is_integer():
-        return left.cast(pl.Int64), right.cast(pl.Int64)
-    msg = (
-        f"{what} ids of {side} and the model's {what}_ids have different types: {side} has "
-        f"{lt}, the model {rt}; expected both integers or both strings. {id_type_fix(what)} "
-        f"or pass the model's {what}_ids as {'text' if lt == pl.String else 'integers'}."
-    )
-    raise InputError(msg)
-
-
-def _read_pairs(
-    data: Any, role: Literal["exclude", "candidates"], inputs: Inputs, kinds: dict[str, IdType]
-) -> pl.DataFrame | None:
-    """(user, item) rows of ``exclude`` or per-user ``candidates``: a table, a file or a dict
-    ``{user: [items]}`` / ``{user: {item: value}}``; None when there is none."""
-    user_col, item_col = inputs.user_col, inputs.item_col
-    if isinstance(data, dict):
-        rows: list[tuple[Any, Any]] = []
-        for user, listed in data.items():
-            if isinstance(listed, str | bytes) or not isinstance(
-                listed, Sequence | set | np.ndarray | dict
-            ):
-                msg = (
-                    f"{role} must map each user to a list of items (or a dict of items); user "
-                    f"{user!r} has {type(listed).__name__}."
-                )
-                raise InputError(msg)
-            rows.extend((user, item) for item in listed)
-        if not rows:
-            return None
-        try:
-            frame = pl.DataFrame(rows, schema=[user_col, item_col], orient="row")
-        except (TypeError, ValueError, OverflowError) as exc:
-            msg = (
-                f"{role} ids must be integers or strings, one type for users and one for "
-                f"items; could not read them ({exc})."
-            )
-            raise InputError(msg) from None
-    else:
-        check_exists(data, role)
-        frame = inputs.read(data, role, "__receval_value")
-        for col, what in ((user_col, "user"), (item_col, "item")):
-            if col not in frame.columns:
-                msg = (
-                    f"{role} is missing column {col!r} (columns found: {frame.columns}); "
-                    f"expected the {what} ids there (user_col= / item_col= name them)."
-                )
-                raise InputError(msg)
-    if "__receval_value" not in frame.columns:
-        frame = frame.with_columns(pl.lit(0.0).alias("__receval_value"))
-    checked = check_frame(
-        frame, role, id_cols=[user_col, item_col], value_col="__receval_value",
-        value_name="value", fix="", allow_empty=True,
-    )  # fmt: skip
-    if checked.height == 0:
-        return None
-    return cast_model_ids(checked.select(user_col, item_col), role, kinds, [user_col, item_col])
-
-
-def cast_model_ids(
-    frame: pl.DataFrame, role: Role, kinds: dict[str, IdType], cols: list[str]
-) -> pl.DataFrame:
-    """The id columns ``cols`` (user, item) cast as ``id_type`` asks (:func:`cast_ids`)."""
-    return cast_ids(
-        frame, role, {c: kinds[w] for c, w in zip(cols, ("user", "item"), strict=False)}
-    )
-
-
 def _catalog(
     model: Model, candidates: Any, item_col: str, kinds: dict[str, IdType]
 ) -> tuple[_Catalog, pl.DataFrame | None]:
@@ -568,7 +499,7 @@ def _catalog(
         subset = subset.cast(pl.Int64)
     elif subset.len() == 0:  # no candidates (of any dtype, [] is Null): nothing is scored
         subset = pl.Series("candidates", [], dtype=ids.dtype)
-    subset, ids2 = _unify(subset, ids, "item", "candidates")
+    subset, ids2 = unify_id_types(subset, ids, "item", "candidates")
     at = match_users(subset, ids2)
     missing = int((at < 0).sum())
     if missing:
@@ -973,40 +904,6 @@ def _per_user(candidates: Any) -> bool:
     return candidates is not None and (isinstance(candidates, dict) or _is_table(candidates))
 
 
-def read_unified(
-    data: Any,
-    role: Literal["exclude", "candidates"],
-    inputs: Inputs,
-    kinds: dict[str, IdType],
-    users: pl.Series,
-    items: pl.Series,
-) -> pl.DataFrame | None:
-    """``exclude`` or per-user ``candidates`` read (:func:`_read_pairs`), their ids typed as
-    ``users`` and ``items`` (repeated rows kept: harmless); None when absent, or when an
-    ``exclude`` is empty. Empty candidates are no rows: no user has a candidate."""
-    if data is None:
-        return None
-    pairs = _read_pairs(data, role, inputs, kinds)
-    user_col, item_col = inputs.user_col, inputs.item_col
-    if pairs is None:  # empty
-        if role == "exclude":
-            return None
-        return pl.DataFrame({user_col: users.clear(), item_col: items.clear()})
-    pu, _ = _unify(pairs[user_col], users, "user", role)
-    pi, _ = _unify(pairs[item_col], items, "item", role)
-    frame = pl.DataFrame({user_col: pu, item_col: pi})  # repeated rows: harmless, kept
-    if role == "candidates":
-        missing = match_users(frame[item_col], items) < 0
-        if missing.any():
-            msg = (
-                f"candidates has {int(missing.sum())} row(s) whose item is not in the model's "
-                f"item_ids; expected catalog items. First offending rows:\n"
-                f"{show_rows(frame, pl.Series(missing), frame.columns)}"
-            )
-            raise InputError(msg)
-    return frame
-
-
 _ROW = f"{INTERNAL}_row"  # a row index column
 
 
@@ -1151,14 +1048,14 @@ def setup_model(
     (user, item) rows raise here (:func:`read_truth` with ``check_repeats=False``)."""
     catalog, _ = _catalog(model, candidates, item_col, kinds)
     items = catalog.ids
-    t_items, items = _unify(t_frame[item_col], items, "item", "truth")
+    t_items, items = unify_id_types(t_frame[item_col], items, "item", "truth")
     catalog = _Catalog(items, catalog.cols, catalog.col_of)
     t_frame = t_frame.with_columns(t_items.alias(item_col))
     model_users = model.user_ids
     if model_users is not None:
         if kinds["user"] == "str" and model_users.dtype != pl.String:
             model_users = model_users.cast(pl.String)
-        t_users, model_users = _unify(t_frame[user_col], model_users, "user", "truth")
+        t_users, model_users = unify_id_types(t_frame[user_col], model_users, "user", "truth")
         t_frame = t_frame.with_columns(t_users.alias(user_col))
     facts: dict[str, Any] = {"exclude_rows_not_in_catalog": 0, "truth_rows_excluded": 0}
     t_grp = group_by_user(t_frame, user_col)
@@ -1306,48 +1203,6 @@ def check_model_metrics(plan: tuple[Metric, ...], ties: Ties) -> int:
     return k_top
 
 
-def read_truth(
-    truth: Any,
-    inputs: Inputs,
-    kinds: dict[str, IdType],
-    relevance_col: str | None,
-    *,
-    check_repeats: bool = True,
-) -> tuple[pl.DataFrame, str, bool]:
-    """Truth read and checked for a model source: relevance 1 where no column gives it, ids
-    cast by ``kinds``, no repeated (user, item) row (``check_repeats=False``: checked later,
-    by :func:`setup_model`). Returns (truth, its relevance column, whether the input had
-    one)."""
-    user_col, item_col = inputs.user_col, inputs.item_col
-    rel_col = relevance_col or "relevance"
-    t_raw = inputs.read(truth, "truth", rel_col)
-    has_relevance = relevance_col is not None or rel_col in t_raw.columns
-    if not has_relevance:  # the caller's caller is evaluate, whose caller is the user's code
-        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=5)
-        if t_raw.height:
-            t_raw = t_raw.with_columns(pl.lit(1.0).alias(rel_col))
-    t_frame = check_frame(
-        t_raw, "truth", id_cols=[user_col, item_col], value_col=rel_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).",
-    )  # fmt: skip
-    t_frame = cast_model_ids(t_frame, "truth", kinds, [user_col, item_col])
-    if check_repeats:
-        _raise_truth_repeats(t_frame, user_col, item_col)
-    return t_frame, rel_col, has_relevance
-
-
-def _raise_truth_repeats(t_frame: pl.DataFrame, user_col: str, item_col: str) -> None:
-    """An error for repeated (user, item) rows of truth, if any (a Polars query)."""
-    dup = t_frame.select(pl.struct(user_col, item_col).is_duplicated()).to_series()
-    if dup.any():
-        msg = (
-            f"truth has {int(dup.sum())} duplicate (user, item) row(s); expected each item at "
-            f"most once per user. First offending rows:\n{show_rows(t_frame, dup, t_frame.columns)}"
-        )
-        raise InputError(msg)
-
-
 def _check_truth_repeats(
     t_frame: pl.DataFrame,
     t_grp: Any,
@@ -1367,7 +1222,7 @@ def _check_truth_repeats(
         rest = t_frame.select(user_col, item_col).filter(pl.Series(outside))
         if not rest.select(pl.struct(user_col, item_col).is_duplicated()).to_series().any():
             return
-    _raise_truth_repeats(t_frame, user_col, item_col)
+    raise_truth_repeats(t_frame, user_col, item_col)
 
 
 def evaluate_model(
@@ -1439,7 +1294,7 @@ def evaluate_model(
         parts.append(rating_part(ratings, _pairs_prep(prep, setup, scan, rel_col)))
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if beyond:
-        parts.append(beyond_part(beyond, prep))
+        parts.append(beyond_part(beyond, with_family_tables(beyond, prep)))
     if not ranking and prep.counts.evaluated == 0:
         raise InputError(no_evaluated_message(prep.threshold))
     settings = {**options.settings(has_relevance), "model": dict(setup.facts)}
@@ -1458,8 +1313,8 @@ def _train_candidates(prep: Prepared, setup: _Setup, train: Any) -> Prepared:
     id_type, inputs = prep.context.id_type, prep.context.inputs
     pairs = read_train(train, user_col, item_col, kind, id_type, inputs, unify=False)
     assert pairs is not None
-    users_t, _ = _unify(pairs[user_col], prep.t_grp.keys, "user", "train")
-    items_t, _ = _unify(pairs[item_col], items, "item", "train")
+    users_t, _ = unify_id_types(pairs[user_col], prep.t_grp.keys, "user", "train")
+    items_t, _ = unify_id_types(pairs[item_col], items, "item", "train")
     known = pl.DataFrame({user_col: users_t, item_col: items_t})
     ex, _ = _masks(prep.t_grp.keys, setup.catalog, known, None, user_col, item_col)
     n_users = prep.t_grp.n_users
@@ -1673,7 +1528,7 @@ def topk(
     if model_users is not None:
         if kinds["user"] == "str" and model_users.dtype != pl.String:
             model_users = model_users.cast(pl.String)
-        keys, model_users = _unify(keys, model_users, "user", "users")
+        keys, model_users = unify_id_types(keys, model_users, "user", "users")
         model_row = match_users(keys, model_users)
         unknown = model_row < 0
         if unknown.any():

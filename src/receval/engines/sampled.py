@@ -19,24 +19,21 @@ import polars as pl
 from receval._errors import InputError
 from receval.data.io import Inputs
 from receval.data.layout import IdType, check_frame, group_by_user
+from receval.data.tables import cast_model_ids, match_users, read_truth, read_unified
 from receval.engines.model import (
     PAIR_KEY,
     ExcludedTruth,
     FactorModel,
     ScoreModel,
     Scorer,
-    cast_model_ids,
     catalog_tie_key,
     is_model,
     pair_offsets,
     parse_memory,
-    read_truth,
-    read_unified,
     setup_model,
     warn_model_facts,
 )
 from receval.families.contract import NoRecs, Options, Ties
-from receval.families.ranking import match_users
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
 from receval.metrics.result import Counts, Result

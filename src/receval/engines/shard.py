@@ -2,8 +2,9 @@
 evaluation (the Spark engine, :mod:`receval.engines.spark`, moves the data; this module computes).
 
 A *shard* holds every truth and recs row of some users. :func:`run_shard` evaluates it with
-the local engine's own code (:func:`~receval.families.ranking.prepare` and each family's part, in
-shard mode), so no per-user metric exists twice. What it returns merges exactly:
+the local engine's own code (:func:`~receval.data.tables.read_pair`,
+:func:`~receval.families.ranking.prepare` and each family's part, in shard mode), so no
+per-user metric exists twice. What it returns merges exactly:
 
 * per-user rows: shards hold disjoint users, so the per-user frame is their union;
 * means of per-user metrics: each part says which terms its mean sums and over what
@@ -37,7 +38,9 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, UndefinedMetricWarning, check_seed
+from receval.data import tables as T
 from receval.data.io import Inputs
+from receval.engines.inputs import with_family_tables
 from receval.families import beyond as B
 from receval.families.contract import (
     Context,
@@ -47,10 +50,8 @@ from receval.families.contract import (
     Part,
     Ties,
     TiesPolicy,
-    check_inputs,
     join_per_user,
     no_evaluated_message,
-    warn_unused_relevance,
 )
 from receval.families.providers import PARTS
 from receval.families.ranking import prepare, ranking_part
@@ -168,18 +169,21 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
     context = replace(spec.context, shard=True, has_relevance=spec.has_relevance)
     sample_col = spec.options.sample_col
     if sample_col is not None:  # sampled rankings: checked and split within each user
-        recs, samples = B.split_samples(
+        recs, samples = T.split_samples(
             recs, user_col=spec.user_col, item_col=spec.item_col, order_col=spec.order_col,
             sample_col=sample_col, by_rank=spec.by_rank, allow_empty=True,
         )  # fmt: skip
         context = replace(context, samples=samples)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        prep, kernel = prepare(
-            truth, recs, ranking, user_col=spec.user_col, item_col=spec.item_col,
+        pair = T.read_pair(
+            truth, recs, user_col=spec.user_col, item_col=spec.item_col,
             score_col=spec.order_col, rank_col=spec.order_col if spec.by_rank else None,
-            relevance_col=spec.relevance_col, ties=spec.ties,
-            relevance_threshold=spec.threshold, no_recs=spec.no_recs, context=context,
+            relevance_col=spec.relevance_col, allow_empty=True,
+        )  # fmt: skip
+        prep, kernel = prepare(
+            pair, ranking, ties=spec.ties, relevance_threshold=spec.threshold,
+            no_recs=spec.no_recs, context=context,
         )  # fmt: skip
         parts_: list[Part] = []
         if ranking:
@@ -188,6 +192,8 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
             chosen = tuple(m for m in plan if m.spec.family == family)
             if not chosen or (family == "beyond" and prep.r_grp.n_users == 0):
                 continue  # beyond metrics judge recs lists: a shard without any adds nothing
+            if family == "beyond":
+                prep = with_family_tables(chosen, prep)
             parts_.append(PARTS[family](chosen, prep))
 
     columns = per_user_metrics(plan)
@@ -297,7 +303,7 @@ class Merger:
         evaluated, no_recs, no_relevant, not_in_truth = self.counts
         counts = Counts(evaluated, no_recs, no_relevant, not_in_truth, recs_in_train=in_train)
         if self.in_train is not None:
-            B.warn_in_train(*self.in_train, stacklevel=3)
+            T.warn_in_train(*self.in_train, stacklevel=3)
         means: dict[str, float] = {}
         ranking = [m for m in self.plan if m.spec.family == "ranking"]
         if ranking and counts.evaluated == 0:
@@ -391,7 +397,7 @@ def build_context(plan: tuple[Metric, ...], options: Context, sources: Sources) 
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if not beyond:
         return out
-    B._check_inputs(beyond, options)
+    B.check_inputs(beyond, options)
     train = options.train
     popularity = sources.popularity(train) if train is not None else None
     if train is not None and any(m.spec.needs_history for m in beyond):
@@ -425,7 +431,7 @@ def _local_sources(
     kind = pl.String if r[item_col].dtype == pl.String else pl.Int64
 
     def popularity(data: Any) -> tuple[pl.DataFrame, int]:
-        train = B.read_train(data, user_col, item_col, kind)
+        train = T.read_train(data, user_col, item_col, kind)
         assert train is not None
         return B.train_popularity(train, user_col, item_col)
 
@@ -434,13 +440,13 @@ def _local_sources(
         return float(rel.min()), float(rel.max())  # type: ignore[arg-type]
 
     def history(data: Any) -> pl.DataFrame:
-        train = B.read_train(data, user_col, item_col, kind)
+        train = T.read_train(data, user_col, item_col, kind)
         assert train is not None
         return train
 
     return Sources(
         user_col, item_col, kind, truth_range, popularity,
-        lambda data: B.read_items(data, user_col, item_col, kind, inputs=inputs),
+        lambda data: T.read_items(data, user_col, item_col, kind, inputs=inputs),
         lambda: [t[item_col].cast(kind).unique(), r[item_col].cast(kind).unique()],
         history,
     )  # fmt: skip
@@ -495,16 +501,16 @@ def evaluate_sharded(
             raise InputError(msg)
     has_relevance = relevance_col is not None or rel_name in t.columns
     if not has_relevance:
-        warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=2)
+        T.warn_unused_relevance(t.columns, [user_col, item_col], stacklevel=2)
     if not has_relevance and user_col in t.columns and item_col in t.columns:
         t = t.select(user_col, item_col).with_columns(pl.lit(1.0).alias(rel_name))
     pairs = None
     if train is not None:  # read once: the in-train count and popularity
         kind = pl.String if r.schema.get(item_col) == pl.String else pl.Int64
-        pairs = B.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
+        pairs = T.read_train(train, user_col, item_col, kind, inputs=inputs, unify=False)
     plan = parse_metrics(metrics)
     spec = ShardSpec.of(plan, options, has_relevance)
-    check_inputs(
+    T.check_inputs(
         t.head(1),
         r.head(1),
         ids=[user_col, item_col],
@@ -550,7 +556,7 @@ def evaluate_sharded(
     if pairs is not None:  # the shards have checked truth and recs
         if sample_col is not None:  # sampled rankings: each (user, item) pair once
             r = r.unique([user_col, item_col], maintain_order=True)
-        merger.in_train = B.in_train_counts(t_users, r, pairs, user_col, item_col)
+        merger.in_train = T.in_train_counts(t_users, r, pairs, user_col, item_col)
     if per_user.width == 1 and per_user.height == 0:
         per_user = pl.DataFrame({user_col: t[user_col].head(0)})
     gathered = {key: pl.concat(found) for key, found in rows.items()}
@@ -564,9 +570,9 @@ def evaluate_sharded(
 
 
 def _local_error(t: pl.DataFrame, r: pl.DataFrame, spec: ShardSpec) -> Result:
-    prepare(
+    T.read_pair(
         t, r, user_col=spec.user_col, item_col=spec.item_col, score_col=spec.order_col,
         rank_col=spec.order_col if spec.by_rank else None, relevance_col=spec.relevance_col,
     )  # fmt: skip
-    msg = "truth and recs user ids have different types"  # pragma: no cover - prepare raises
+    msg = "truth and recs user ids have different types"  # pragma: no cover - read_pair raises
     raise InputError(msg)

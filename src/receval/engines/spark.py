@@ -39,6 +39,7 @@ import polars as pl
 
 from receval._errors import EngineError, InputError, MetricError, RecevalError, check_integer
 from receval._version import __version__
+from receval.data import tables as T
 from receval.data.io import RECBOLE_SUFFIXES, InputFormat, Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
     FLOAT_EXACT,
@@ -50,6 +51,14 @@ from receval.data.layout import (
     sort_by_user,
     unify_ids,
 )
+from receval.data.tables import (
+    check_inputs,
+    check_train_columns,
+    join_key_type,
+    read_train,
+    unify_items,
+    warn_unused_relevance,
+)
 from receval.engines.shard import (
     Merger,
     ShardOutput,
@@ -60,8 +69,7 @@ from receval.engines.shard import (
     run_shard,
 )
 from receval.families import beyond as B
-from receval.families.beyond import check_train_columns, join_key_type, read_train, unify_items
-from receval.families.contract import Options, check_inputs, warn_unused_relevance
+from receval.families.contract import Options
 from receval.families.states import GlobalState
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
@@ -782,7 +790,7 @@ def evaluate_spark_plan(
     item_type = t_empty.schema[item_col]
     sample_col = options.sample_col
     if sample_col is not None:  # the column and its type, before any job; values per shard
-        B.split_samples(
+        T.split_samples(
             r_empty, user_col=user_col, item_col=item_col, order_col=order_col,
             sample_col=sample_col, by_rank=spec.by_rank, allow_empty=True,
         )  # fmt: skip
@@ -1035,7 +1043,7 @@ def _spark_sources(
 
     def popularity(train: Any) -> tuple[pl.DataFrame, int]:
         if not is_spark_frame(train):
-            local = B.read_train(train, user_col, item_col, kind, kinds)
+            local = T.read_train(train, user_col, item_col, kind, kinds)
             assert local is not None
             return B.train_popularity(local, user_col, item_col)
         own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
@@ -1054,7 +1062,7 @@ def _spark_sources(
         if is_spark_frame(data):
             _check_unique_columns(data, "items")
             data = _collect_polars(data)
-        return B.read_items(data, user_col, item_col, kind, kinds, inputs)
+        return T.read_items(data, user_col, item_col, kind, kinds, inputs)
 
     def item_ids() -> list[pl.Series]:
         union = t.select("__i").unionByName(r.select("__i")).distinct()
@@ -1095,7 +1103,7 @@ def _history_rows(
         pairs = _spark_train(train, own_user, own_item, item_type, kinds)
         found = _empty_like(pairs).schema["__u"]
     else:
-        local = B.read_train(train, user_col, item_col, kind, kinds)
+        local = T.read_train(train, user_col, item_col, kind, kinds)
         assert local is not None
         found = local.schema[user_col]
         pairs = spark.createDataFrame(

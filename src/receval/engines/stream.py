@@ -30,8 +30,10 @@ import pyarrow.parquet as pq
 
 from receval._errors import InputError
 from receval.arrays.classification import check_exact_scores
+from receval.data import tables as T
 from receval.data.io import Inputs, Role, check_exists, format_of
 from receval.data.layout import IdTypeArg, cast_ids, unify_ids
+from receval.data.tables import warn_unused_relevance
 from receval.engines.shard import (
     Merger,
     ShardOutput,
@@ -46,7 +48,6 @@ from receval.families.contract import (
     NoRecsPolicy,
     Options,
     TiesPolicy,
-    warn_unused_relevance,
 )
 from receval.metrics.registry import Metric, parse_metrics
 from receval.metrics.result import Result
@@ -765,7 +766,7 @@ class Evaluator:
         kind = self._kind
         train = self._options.train
         if train is not None:
-            self._train = B.read_train(
+            self._train = T.read_train(
                 train, user_col, item_col, kind, self._kinds, inputs=inputs, unify=True
             )
 
@@ -783,7 +784,7 @@ class Evaluator:
 
         sources = Sources(
             user_col, item_col, kind, truth_range, popularity,
-            lambda data: B.read_items(data, user_col, item_col, kind, self._kinds, inputs),
+            lambda data: T.read_items(data, user_col, item_col, kind, self._kinds, inputs),
             lambda: [], history,
         )  # fmt: skip
         context = build_context(self._plan, self._options, sources)
@@ -806,7 +807,7 @@ class Evaluator:
         self._merger.add(out.stats)  # the block's global states merge into the merger's
         self._merger.compact()  # constant memory: one expansion per sum, states compacted
         if self._train is not None and t.height:
-            rows, users = B.in_train_counts(
+            rows, users = T.in_train_counts(
                 t[user_col].unique(), r, self._train, user_col, item_col
             )
             self._in_train[0] += rows
@@ -910,14 +911,14 @@ class Evaluator:
         if role == "train":
             if self._train is not None and self._kind == kind:
                 return self._train
-            frame = B.read_train(
+            frame = T.read_train(
                 raw, user_col, item_col, kind, self._kinds, inputs=self._inputs, unify=True
             )
         else:
             context = self._context
             if context is not None and context.items is not None and self._kind == kind:
                 return context.items  # type: ignore[no-any-return]
-            frame = B.read_items(raw, user_col, item_col, kind, self._kinds, self._inputs)
+            frame = T.read_items(raw, user_col, item_col, kind, self._kinds, self._inputs)
         assert frame is not None
         return frame
 

@@ -35,26 +35,17 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from receval._errors import InputError, MetricError
-from receval.data.io import Inputs, Role, read_table, rename_ids
 from receval.data.layout import (
-    INTERNAL,
-    IdTypeArg,
-    cast_ids,
-    check_frame,
-    check_id_type,
-    group_by_user,
-    id_type_fix,
-    show_rows,
     trec_tie_keys,
 )
+from receval.data.tables import join_types
 from receval.families.contract import (
     SAMPLE_CODE,
     SAMPLE_ORDER,
@@ -77,23 +68,14 @@ __all__ = [
     "GroupExposure",
     "beyond_part",
     "catalog_of",
+    "check_inputs",
     "check_sampled_metrics",
-    "check_train",
-    "check_train_columns",
     "exposure_histogram",
     "global_value",
-    "in_train_counts",
-    "join_key_type",
-    "read_items",
-    "read_train",
-    "split_samples",
     "train_popularity",
-    "unify_items",
-    "warn_in_train",
 ]
 
 _SHOW = 5
-_ONE = f"{INTERNAL}_one__"
 
 
 def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
@@ -105,7 +87,7 @@ def beyond_part(plan: tuple[Metric, ...], prep: Prepared) -> Part:
     ``entropy`` are global. ``details[name]`` says which catalog, how many users, items absent
     from train, lists too short for a pair, and so on.
     """
-    _check_inputs(plan, prep.context)
+    check_inputs(plan, prep.context)
     ctx = _Context.build(prep, plan)
     means: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
@@ -187,87 +169,6 @@ def check_sampled_metrics(plan: tuple[Metric, ...], sample_col: str) -> None:
             "sample_col."
         )
         raise MetricError(msg)
-
-
-def split_samples(
-    recs: pl.DataFrame, *, user_col: str, item_col: str, order_col: str, sample_col: str,
-    by_rank: bool, allow_empty: bool = False,
-) -> tuple[pl.DataFrame, pl.DataFrame]:  # fmt: skip
-    """Sampled rankings (rows ``(user, item, sample, score or rank)``) as the distinct
-    ``(user, item, score)`` rows the layout holds (each pair's first row; rows grouped by user,
-    input order within a user) and the sampled rows by their pair, ordered by user, sample
-    (first appearance in the user's rows) and input order
-    (:attr:`Context.samples <receval.families.contract.Context>`). A Numba pass over each
-    user's rows (:func:`receval.kernels.beyond.sampled_lists`) does the work in linear time.
-
-    :class:`InputError` for a missing or null sample column, an item twice in one sample of a
-    user, or a user whose samples rank different numbers of items (each sample is one whole
-    ranking of the stochastic ranker: a shorter one is a truncated sample). Every check is
-    within a user: a shard or block of whole users (``allow_empty``: possibly no row) gives
-    the local engine's values.
-    """
-    if sample_col not in recs.columns:
-        msg = (
-            f"recs is missing column {sample_col!r} (sample_col; columns found: "
-            f"{recs.columns}); expected the column naming each row's sampled ranking."
-        )
-        raise InputError(msg)
-    cols = [user_col, item_col, sample_col]
-    checked = check_frame(
-        recs, "recs", id_cols=cols, value_col=order_col,
-        value_name="rank" if by_rank else "score",
-        fix="pass score_col= or rank_col= to name the column that orders each sampled ranking.",
-        allow_empty=allow_empty,
-    )  # fmt: skip
-    grp = group_by_user(checked, user_col)
-    source = np.arange(checked.height, dtype=np.int64) if grp.order is None else grp.order
-    code, rep, pos, dup, shortest, longest = BK.sampled_lists(
-        grp.offsets, grp.take(_equality_keys(checked[item_col])),
-        grp.take(_equality_keys(checked[sample_col])),
-    )  # fmt: skip
-    if dup.any():
-        twice = np.zeros(checked.height, dtype=np.bool_)
-        twice[source[dup]] = True
-        msg = (
-            f"recs has {int(dup.sum())} rows whose item appears twice in the same sample of "
-            f"the same user ({sample_col!r}); expected each sample to rank an item at most "
-            f"once. First offending rows:\n"
-            f"{show_rows(checked, pl.Series(twice), [*cols, order_col])}"
-        )
-        raise InputError(msg)
-    uneven = np.flatnonzero(shortest != longest)
-    if uneven.size:
-        shown = ", ".join(
-            f"{grp.keys[int(u)]!r} ({shortest[u]} to {longest[u]} items)" for u in uneven[:_SHOW]
-        )
-        msg = (
-            f"recs has {uneven.size} user(s) whose samples ({sample_col!r}) rank different "
-            f"numbers of items, e.g. {shown}; expected every sample of a user to be a whole "
-            "ranking of the same length (a shorter sample is a truncated one)."
-        )
-        raise InputError(msg)
-    grouped = np.arange(rep.size, dtype=np.int64)
-    first = rep == grouped  # each user's first row of each item: the layout's rows
-    pair_of = np.cumsum(first) - 1
-    by_sample = np.empty(rep.size, dtype=np.int64)
-    by_sample[pos] = grouped  # the user's rows by sample, then input order
-    order = grp.take(checked[order_col].to_numpy())
-    pairs = checked.select(user_col, item_col, order_col)[source[first]]
-    samples = pl.DataFrame(
-        {
-            SAMPLE_PAIR: pair_of[rep[by_sample]],
-            SAMPLE_CODE: code[by_sample],
-            SAMPLE_ORDER: np.ascontiguousarray(order[by_sample], dtype=np.float64),
-        }
-    )
-    return pairs, samples
-
-
-def _equality_keys(ids: pl.Series) -> np.ndarray:
-    """int64 keys, equal exactly when the ids are equal: integer ids, or the codes of text."""
-    if ids.dtype == pl.String:
-        return np.ascontiguousarray(ids.cast(pl.Categorical).to_physical().to_numpy(), np.int64)
-    return np.ascontiguousarray(ids.to_numpy(), dtype=np.int64)
 
 
 def _exposure_state(part: Part, ctx: _Context, m: Metric, absent: np.ndarray | None) -> None:
@@ -423,7 +324,7 @@ def global_value(name: str, values: np.ndarray, counts: np.ndarray, n_catalog: i
     return abs(total_exact(parts_weighted(-p * np.log2(p), counts)))
 
 
-def _check_inputs(plan: tuple[Metric, ...], context: Context) -> None:
+def check_inputs(plan: tuple[Metric, ...], context: Context) -> None:
     """Name the missing argument before reading anything."""
     for m in plan:
         if m.spec.needs_train and context.train is None and context.popularity is None:
@@ -512,12 +413,10 @@ class _Context:
         kind = pl.String if r_items.dtype == pl.String else pl.Int64
         r_items = r_items.cast(kind)
         ids = None if kind == pl.String else np.ascontiguousarray(r_items.to_numpy(), np.int64)
-        ctx, user_col = prep.context, prep.user_col
-        id_type, inputs = ctx.id_type, ctx.inputs
-        train = ctx.train_pairs  # read once by evaluate when train is given
-        if train is None:
-            train = read_train(ctx.train, user_col, item_col, kind, id_type, inputs)
-        items = read_items(ctx.items, user_col, item_col, kind, id_type, inputs)
+        ctx = prep.context
+        # read by the engine (receval.engines.inputs.with_family_tables), typed as recs' ids
+        train, items = ctx.train_pairs, ctx.items
+        assert ctx.train is None or train is not None, "train is read by the engine"
         row_codes = None
         if items is not None:
             catalog = items[item_col]
@@ -584,7 +483,7 @@ class _Context:
             if given is not None:
                 per_item, n_users = given
             else:
-                assert self.train is not None  # checked by _check_inputs
+                assert self.train is not None  # checked by check_inputs
                 per_item, n_users = train_popularity(
                     self.train, self.prep.user_col, self.prep.item_col
                 )
@@ -604,7 +503,7 @@ class _Context:
             if callable(features):
                 self._sim[k] = (self._ils_callable(off, codes, features), "callable")
             else:
-                assert self.items is not None  # checked by _check_inputs
+                assert self.items is not None  # checked by check_inputs
                 used = np.flatnonzero(self.exposure(k))
                 self._sim[k] = _ils_columns(
                     self.items, features, self.prep.item_col, used, off, codes
@@ -704,183 +603,6 @@ def _codes(catalog: pl.Series, values: pl.Series | np.ndarray) -> np.ndarray:
         return BK.lookup(vals, low, table)
     pos = np.minimum(np.searchsorted(keys, vals), keys.size - 1)
     return np.where(keys[pos] == vals, pos, -1).astype(np.int64)
-
-
-def unify_items(frame: pl.DataFrame, role: str, col: str, kind: type[pl.DataType]) -> pl.DataFrame:
-    """Give ``frame[col]`` the item id type of recs (Int64 or String), or raise."""
-    dtype = frame.schema[col]
-    if kind == pl.Int64 and dtype.is_integer():
-        return frame.with_columns(pl.col(col).cast(pl.Int64))
-    if kind == pl.String and dtype == pl.String:
-        return frame
-    recs_type = "integers" if kind == pl.Int64 else "strings"
-    msg = (
-        f"item ids of {role} and recs have different types: {role} column {col!r} is {dtype}, "
-        f"recs column {col!r} holds {recs_type}; expected both integers or both strings. "
-        f"{id_type_fix('item')} or convert one side, e.g. pl.col({col!r}).cast(pl.String)."
-    )
-    raise InputError(msg)
-
-
-def check_train_columns(columns: list[str], user_col: str, item_col: str) -> None:
-    """Raise unless train has the user and item columns."""
-    for col in (user_col, item_col):
-        if col not in columns:
-            msg = (
-                f"train is missing column {col!r} (columns found: {columns}); pass "
-                "user_col= / item_col= to name the id columns."
-            )
-            raise InputError(msg)
-
-
-def check_train(prep: Prepared, data: Any) -> Prepared:
-    """``prep`` with train read once (its distinct (user, item) pairs, kept for the beyond
-    metrics) and ``counts.recs_in_train`` set; warns when recs hold items users have in train.
-    """
-    user_col, item_col = prep.user_col, prep.item_col
-    r_items = prep.r_grp.source[item_col]
-    kind = pl.String if r_items.dtype == pl.String else pl.Int64
-    id_type, inputs = prep.context.id_type, prep.context.inputs
-    pairs = read_train(data, user_col, item_col, kind, id_type, inputs, unify=False)
-    assert pairs is not None
-    rows, users = in_train_counts(prep.t_grp.keys, prep.r_grp.source, pairs, user_col, item_col)
-    warn_in_train(rows, users, stacklevel=3)
-    counts = replace(prep.counts, recs_in_train=rows)
-    context = prep.context
-    with suppress(InputError):  # item ids typed as recs' are reused by the beyond metrics,
-        # which otherwise read train again and raise this error when one needs it
-        context = replace(context, train_pairs=unify_items(pairs, "train", item_col, kind))
-    return replace(prep, counts=counts, context=context)
-
-
-def join_key_type(a: pl.DataType, b: pl.DataType) -> type[pl.DataType]:
-    """The type two id columns are compared as: Int64 when both hold integers (UInt64: as
-    decimal text), else text (train ids read from a CSV file against integer ids elsewhere:
-    ``"7"`` is 7, ``"007"`` is not)."""
-    if a.is_integer() and b.is_integer() and pl.UInt64 not in (a, b):
-        return pl.Int64
-    return pl.String
-
-
-def _join_types(a: pl.DataFrame, b: pl.DataFrame, col: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``a[col]`` and ``b[col]`` of one type (:func:`join_key_type`), to join on."""
-    t, u = a.schema[col], b.schema[col]
-    if t == u:
-        return a, b
-    kind = join_key_type(t, u)
-    return a.with_columns(pl.col(col).cast(kind)), b.with_columns(pl.col(col).cast(kind))
-
-
-def in_train_counts(
-    truth_users: pl.Series, recs: pl.DataFrame, train: pl.DataFrame, user_col: str, item_col: str
-) -> tuple[int, int]:
-    """(rows, users): the recs rows of users in truth whose (user, item) pair is in ``train``
-    (distinct pairs), and how many users they belong to. Ids of different types compare as
-    :func:`join_key_type` says."""
-    keys = recs.select(user_col, item_col)
-    users = pl.DataFrame({user_col: truth_users})
-    users, keys = _join_types(users, keys, user_col)
-    keys = keys.join(users, on=user_col, how="semi")
-    keys, train = _join_types(keys, train, user_col)
-    keys, train = _join_types(keys, train, item_col)
-    found = keys.join(train, on=[user_col, item_col], how="semi")
-    return found.height, found[user_col].n_unique()
-
-
-def warn_in_train(rows: int, users: int, stacklevel: int = 2) -> None:
-    """The warning about recs rows whose item the user already has in train (none: no
-    warning)."""
-    if rows:
-        warnings.warn(
-            f"{rows} recommendation rows ({users} users) are items the user already has in "
-            "train; exclude them before evaluating, or keep them if recommending known items "
-            "is intended (result.counts.recs_in_train counts them).",
-            UserWarning,
-            stacklevel=stacklevel + 1,
-        )
-
-
-def read_train(
-    data: Any,
-    user_col: str,
-    item_col: str,
-    kind: type[pl.DataType],
-    id_type: IdTypeArg = "auto",
-    inputs: Inputs | None = None,
-    unify: bool = True,
-) -> pl.DataFrame | None:
-    """Distinct (user, item) pairs of train, ids cast as ``id_type`` asks, item ids typed as
-    in recs (``kind``; ``unify`` false: as read). ``inputs``: train's own column names and
-    format (its columns then renamed to ``user_col`` and ``item_col``)."""
-    if data is None:
-        return None
-    role: Role = "train"
-    own_user, own_item = inputs.columns[role] if inputs is not None else (user_col, item_col)
-    fmt = inputs.formats[role] if inputs is not None else None
-    raw = read_table(
-        data, role, user_col=own_user, item_col=own_item, value_col=_ONE, input_format=fmt
-    )
-    check_train_columns(raw.columns, own_user, own_item)
-    raw = raw.select(own_user, own_item).with_columns(pl.lit(1.0).alias(_ONE))
-    frame = check_frame(
-        raw, role, id_cols=[own_user, own_item], value_col=_ONE, value_name="unused",
-        fix="train needs only the user and item columns.",
-    )  # fmt: skip
-    kinds = check_id_type(id_type)
-    frame = cast_ids(frame, role, {own_user: kinds["user"], own_item: kinds["item"]})
-    if unify:
-        frame = unify_items(frame, "train", own_item, kind)
-    ids = [pl.col(own_user).alias(user_col), pl.col(own_item).alias(item_col)]
-    return frame.select(ids).unique()
-
-
-def read_items(
-    data: Any,
-    user_col: str,
-    item_col: str,
-    kind: type[pl.DataType],
-    id_type: IdTypeArg = "auto",
-    inputs: Inputs | None = None,
-) -> pl.DataFrame | None:
-    """The item table sorted by item id (ids cast as ``id_type`` asks, then unique and typed
-    as in recs). ``inputs``: the table's own item column name and format (the column then
-    renamed to ``item_col``)."""
-    if data is None:
-        return None
-    role: Role = "items"
-    if not isinstance(data, pl.DataFrame | pl.LazyFrame) and isinstance(data, dict):
-        msg = "items must be a Polars/pandas DataFrame, a PyArrow Table or a Parquet/CSV file."
-        raise InputError(msg)
-    canonical = item_col
-    if inputs is not None:
-        item_col = inputs.columns[role][1]
-    fmt = inputs.formats[role] if inputs is not None else None
-    raw = read_table(
-        data, role, user_col=user_col, item_col=item_col, value_col=_ONE, input_format=fmt
-    )
-    if item_col not in raw.columns:
-        msg = (
-            f"items is missing column {item_col!r} (columns found: {raw.columns}); pass "
-            "item_col= to name the item id column."
-        )
-        raise InputError(msg)
-    checked = check_frame(
-        raw.select(item_col).with_columns(pl.lit(1.0).alias(_ONE)), role, id_cols=[item_col],
-        value_col=_ONE, value_name="unused", fix="",
-    )  # fmt: skip
-    checked = cast_ids(checked, role, {item_col: check_id_type(id_type)["item"]})
-    frame = raw.with_columns(checked[item_col])
-    frame = unify_items(frame, "items", item_col, kind)
-    dup = pl.col(item_col).is_duplicated()
-    n_dup = frame.select(dup.sum()).item()
-    if n_dup:
-        msg = (
-            f"items has {n_dup} rows with a repeated item id; expected each item once. "
-            f"First offending rows:\n{show_rows(frame, dup, [item_col])}"
-        )
-        raise InputError(msg)
-    frame = rename_ids(frame, role, (user_col, item_col), (user_col, canonical))
-    return frame.sort(canonical)
 
 
 def _ils_columns(
@@ -1067,9 +789,9 @@ def _history(ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
         prep = ctx.prep
         user_col, item_col = prep.user_col, prep.item_col
         train = ctx.train if ctx.train is not None else prep.context.history
-        assert train is not None  # checked by _check_inputs
+        assert train is not None  # checked by check_inputs
         users = pl.DataFrame({user_col: prep.r_grp.keys}).with_row_index("__u")
-        users, train = _join_types(users, train, user_col)
+        users, train = join_types(users, train, user_col)
         rows = train.select(user_col, item_col).join(users, on=user_col, how="inner")
         rows = rows.sort("__u", item_col)
         owner = rows["__u"].to_numpy().astype(np.int64)
@@ -1100,7 +822,7 @@ def _category_names(m: Metric, ctx: _Context) -> list[str]:
             )
             raise InputError(msg)
         names = list(given)
-    assert ctx.items is not None  # checked by _check_inputs
+    assert ctx.items is not None  # checked by check_inputs
     for name in names:
         if name not in ctx.items.columns or name == ctx.prep.item_col:
             msg = (

@@ -1,9 +1,10 @@
 """The contract between the metric families and the engines.
 
 Every engine builds one canonical layout of truth and recommendations
-(:class:`Prepared`: rows grouped by user, item keys, truth matched against recs; built by
-:func:`receval.families.ranking.prepare`) and hands each family's metrics to that family's
-provider (:data:`receval.families.providers.PARTS`). A provider returns a :class:`Part`
+(:class:`Prepared`: rows grouped by user, item keys, truth matched against recs; read by
+:func:`receval.data.tables.read_pair`, matched by :func:`receval.families.ranking.prepare`)
+and hands each family's metrics to that family's provider
+(:data:`receval.families.providers.PARTS`). A provider returns a :class:`Part`
 (means, per-user columns, details, and what a distributed engine needs to merge shards);
 :func:`merge` joins the parts into one :class:`~receval.Result`.
 
@@ -17,7 +18,6 @@ every family, engine and kernel below reads that member (the kernels its integer
 from __future__ import annotations
 
 import enum
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -29,14 +29,13 @@ from receval._errors import Choice
 from receval.data.audit import check_threshold  # the one rule, also the split audit's
 from receval.data.io import ROLES, Inputs
 from receval.data.layout import (
-    INTERNAL,
     Grouped,
     IdType,
     IdTypeArg,
     check_column_names,
-    check_frame,
     check_id_type,
 )
+from receval.data.tables import GRADE_NAMES, SAMPLE_CODE, SAMPLE_ORDER, SAMPLE_PAIR
 from receval.families.states import GlobalState, finish_states
 from receval.kernels import ranking as K
 from receval.metrics.result import Counts, Result
@@ -56,13 +55,11 @@ __all__ = [
     "Prepared",
     "Ties",
     "TiesPolicy",
-    "check_inputs",
     "check_threshold",
     "join_per_user",
     "merge",
     "no_evaluated_message",
     "per_user_frame",
-    "warn_unused_relevance",
 ]
 
 TiesPolicy = Literal["expected", "first", "trec", "optimistic", "pessimistic"]
@@ -101,67 +98,8 @@ class NoRecs(Choice):
     RAISE = enum.auto()
 
 
-# truth column names (compared in lower case) that look like a relevance grade: one of them
-# left unused while every row gets relevance 1 is named in a warning
-GRADE_NAMES = frozenset(
-    {
-        "relevance", "relevance_score", "rel", "rating", "ratings", "rate", "stars", "label",
-        "labels", "grade", "grades", "score", "scores", "weight", "click", "clicks", "clicked",
-        "judgment", "judgement", "gain", "preference", "target",
-    }
-)  # fmt: skip
-
-
 # the metrics defined over a stochastic ranking given as sampled rankings (sample_col)
 SAMPLED_METRICS = ("ee_loss", "ee_disparity", "ee_relevance")
-# the columns of Context.samples: each sampled row's (user, item) as a row of the distinct
-# (user, item) recs, its sample as a dense code, and its score or rank
-SAMPLE_PAIR = f"{INTERNAL}_pair__"
-SAMPLE_CODE = f"{INTERNAL}_sample__"
-SAMPLE_ORDER = f"{INTERNAL}_order__"
-
-
-def warn_unused_relevance(columns: list[str], ids: list[str], stacklevel: int = 2) -> None:
-    """Warn when truth, read without a relevance column (every row relevance 1), has columns
-    named like a relevance grade (:data:`GRADE_NAMES`, any case) that are not its ids."""
-    found = [c for c in columns if c.lower() in GRADE_NAMES and c not in ids]
-    if not found:
-        return
-    first = found[0]
-    names = ", ".join(repr(c) for c in found)
-    warnings.warn(
-        f"truth column(s) {names} look like relevance grades but are not used: without "
-        "relevance_col and without a column 'relevance', every truth row has relevance 1. "
-        f"Pass relevance_col={first!r} (CLI --relevance-col {first}) to use it.",
-        UserWarning,
-        stacklevel=stacklevel + 1,
-    )
-
-
-def check_inputs(
-    truth: pl.DataFrame,
-    recs: pl.DataFrame,
-    *,
-    ids: list[str],
-    relevance_col: str,
-    order_col: str,
-    by_rank: bool,
-    allow_empty: bool = False,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Truth and recs checked by :func:`~receval.data.layout.check_frame` (columns, types,
-    values), with the messages every engine gives."""
-    t_frame = check_frame(
-        truth, "truth", id_cols=ids, value_col=relevance_col, value_name="relevance",
-        fix="pass relevance_col= to name the relevance column, or leave it out (every row then "
-        "has relevance 1).", allow_empty=allow_empty,
-    )  # fmt: skip
-    r_frame = check_frame(
-        recs, "recs", id_cols=ids, value_col=order_col,
-        value_name="rank" if by_rank else "score",
-        fix="pass score_col= or rank_col= to name the column that orders each user's list.",
-        allow_empty=allow_empty,
-    )  # fmt: skip
-    return t_frame, r_frame
 
 
 @dataclass(frozen=True)
@@ -173,7 +111,9 @@ class Context:
     Attributes
     ----------
     train, items, item_features, rating_range:
-        :func:`evaluate`'s options (``items`` may come read: the checked item table).
+        :func:`evaluate`'s options (``items``, once the engine has read it for the
+        beyond-accuracy family, :func:`receval.engines.inputs.with_family_tables`: the
+        checked item table).
     id_type:
         The id kinds that train and items follow (:func:`~receval.data.layout.check_id_type`).
     has_relevance:
@@ -182,7 +122,7 @@ class Context:
     inputs:
         Each input's own column names and format (:class:`~receval.data.io.Inputs`).
     train_pairs:
-        Train's distinct (user, item) pairs, read once (ids typed as recs').
+        Train's distinct (user, item) pairs, read once by the engine (ids typed as recs').
     shard:
         The layout holds some users only (a shard or a block): global metrics leave their
         :class:`~receval.families.states.GlobalState` to be merged, not a value.

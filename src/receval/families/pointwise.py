@@ -22,9 +22,8 @@ import polars as pl
 from receval._errors import InputError, UndefinedMetricWarning
 from receval.arrays import classification as C
 from receval.arrays import rating as R
-from receval.data.layout import IdTypeArg, check_id_type, show_rows
-from receval.families.contract import NoRecs, Part, Prepared, check_threshold, per_user_frame
-from receval.families.ranking import prepare
+from receval.data.layout import show_rows
+from receval.families.contract import NoRecs, Part, Prepared, per_user_frame
 from receval.families.states import (
     COMPACT,
     GlobalState,
@@ -43,62 +42,14 @@ __all__ = [
     "RatingRows",
     "ScoreHistogram",
     "classification_part",
-    "labelled_rows",
+    "labelled",
     "rating_part",
 ]
 
 
-def labelled_rows(
-    truth: Any,
-    recs: Any,
-    *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    relevance_col: str | None = None,
-    relevance_threshold: float = 1,
-    id_type: IdTypeArg = "auto",
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The classification rows of ``(truth, recs)`` as :func:`receval.evaluate` sees them.
-
-    One row per recs row of a user in truth (recs users not in truth are left out, as from
-    every accuracy metric), grouped by user (users in the order :func:`~receval.evaluate`
-    groups them, rows of a user in input order). Inputs are read, validated and matched by
-    :func:`~receval.evaluate`'s own pipeline, with the same errors.
-
-    Parameters
-    ----------
-    truth, recs:
-        As for :func:`receval.evaluate` (recs need a score column).
-    user_col, item_col, score_col, relevance_col, relevance_threshold, id_type:
-        As for :func:`receval.evaluate`.
-
-    Returns
-    -------
-    labels : numpy.ndarray
-        int8: 1 when the row's item is in the user's truth with relevance >= the threshold.
-    scores : numpy.ndarray
-        float64: the recs score.
-    users : numpy.ndarray
-        int64: dense user codes 0, 1, ... (one per user kept, in row order).
-
-    Examples
-    --------
-    >>> import receval
-    >>> from receval.families.pointwise import labelled_rows
-    >>> truth = {"u1": {"a": 1}, "u2": {"c": 2, "d": 0}}
-    >>> recs = {"u1": {"a": 0.9, "b": 0.4}, "u2": {"c": 0.3, "d": 0.8}, "u3": {"a": 0.1}}
-    >>> y, s, u = labelled_rows(truth, recs)
-    >>> y.tolist(), s.tolist(), u.tolist()
-    ([1, 0, 1, 0], [0.9, 0.4, 0.3, 0.8], [0, 0, 1, 1])
-    >>> receval.auc(y, s) == receval.evaluate(truth, recs, "auc")["auc"]
-    True
-    """
-    prep, _ = prepare(
-        truth, recs, user_col=user_col, item_col=item_col, score_col=score_col,
-        relevance_col=relevance_col, relevance_threshold=check_threshold(relevance_threshold),
-        id_type=check_id_type(id_type),
-    )  # fmt: skip
+def labelled(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The classification rows of the layout ``prep``: (labels, scores, users), as
+    :func:`receval.engines.local.labelled_rows` describes."""
     labels, _ = _labels(prep, prep.threshold)
     in_truth = _in_truth(prep)
     all_sizes = np.diff(prep.r_grp.offsets)

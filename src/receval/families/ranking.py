@@ -20,35 +20,27 @@ import numpy as np
 import polars as pl
 
 from receval._errors import InputError, MetricError, caller_stacklevel
-from receval.data.io import read_table
 from receval.data.layout import (
     Grouped,
     IdTypeArg,
-    cast_ids,
-    check_id_type,
     column_array,
     exact_item_keys,
     float_column,
-    group_by_user,
-    item_key_column,
     item_keys,
     show_rows,
     trec_tie_keys,
-    unify_ids,
 )
+from receval.data.tables import Pair
 from receval.families.contract import (
     Context,
     NoRecs,
     Part,
     Prepared,
     Ties,
-    check_inputs,
     no_evaluated_message,
     per_user_frame,
-    warn_unused_relevance,
 )
 from receval.families.states import GlobalState
-from receval.kernels import grouping as G
 from receval.kernels import ranking as K
 from receval.kernels.exact import total_of
 from receval.metrics.result import Counts
@@ -60,7 +52,6 @@ __all__ = [
     "KernelOutput",
     "PlanArrays",
     "match",
-    "match_users",
     "plan_arrays",
     "prepare",
     "ranking_part",
@@ -90,73 +81,28 @@ USERS_PER_CHUNK = 256
 
 
 def prepare(
-    truth: Any,
-    recs: Any,
+    pair: Pair,
     ranking: tuple[Metric, ...] = (),
     *,
-    user_col: str = "user",
-    item_col: str = "item",
-    score_col: str = "score",
-    rank_col: str | None = None,
-    relevance_col: str | None = None,
     ties: Ties = Ties.EXPECTED,
     relevance_threshold: float = 1.0,
     no_recs: NoRecs = NoRecs.ZERO,
-    id_type: IdTypeArg = "auto",
     context: Context | None = None,
 ) -> tuple[Prepared, KernelOutput]:
-    """Read, check, group and match ``truth`` and ``recs``; run the ranking kernel.
+    """Match truth and recs (read by :func:`receval.data.tables.read_pair`) and run the ranking
+    kernel.
 
     The shared first half of :func:`evaluate` (options already checked): every family's part
     reads the returned :class:`Prepared` layout; the :class:`KernelOutput` holds the values of
     the ``ranking`` metrics (none when ``ranking`` is empty: the kernel then only matches).
     """
-    order_col = rank_col if rank_col is not None else score_col
-    given_relevance = relevance_col is not None
-    relevance_col = relevance_col or "relevance"
-    t_raw = read_table(
-        truth, "truth", user_col=user_col, item_col=item_col, value_col=relevance_col
-    )
-    r_raw = read_table(recs, "recs", user_col=user_col, item_col=item_col, value_col=order_col)
-    has_relevance = given_relevance or relevance_col in t_raw.columns
-    if not has_relevance:
-        warn_unused_relevance(t_raw.columns, [user_col, item_col], stacklevel=3)
-    if not given_relevance and relevance_col not in t_raw.columns and t_raw.height:
-        t_raw = t_raw.with_columns(pl.lit(1.0).alias(relevance_col))  # columns checked next
-    ids = [user_col, item_col]
-    t_frame, r_frame = check_inputs(
-        t_raw, r_raw, ids=ids, relevance_col=relevance_col, order_col=order_col,
-        by_rank=rank_col is not None, allow_empty=context is not None and context.shard,
-    )  # fmt: skip
-    kinds = check_id_type(id_type)
-    id_kinds = {user_col: kinds["user"], item_col: kinds["item"]}
-    t_frame = cast_ids(t_frame, "truth", id_kinds)
-    r_frame = cast_ids(r_frame, "recs", id_kinds)
-    t_frame, r_frame = unify_ids(t_frame, r_frame, user_col, "user")
-    t_frame, r_frame = unify_ids(t_frame, r_frame, item_col, "item")
-
-    # the kernel's arrays, made in the caller's row order: grouping moves them with the rows
-    t_grp = group_by_user(t_frame, user_col, _kernel_arrays(t_frame, item_col, relevance_col))
-    r_grp = group_by_user(r_frame, user_col, _kernel_arrays(r_frame, item_col, order_col))
-    u2r = match_users(t_grp.keys, r_grp.keys)
     return match(
-        ranking, t_grp, r_grp, u2r,
-        user_col=user_col, item_col=item_col, relevance_col=relevance_col, order_col=order_col,
-        by_rank=rank_col is not None, ties=ties, threshold=float(relevance_threshold),
-        no_recs=no_recs,
-        context=_completed(context or Context(), has_relevance, kinds),
+        ranking, pair.t_grp, pair.r_grp, pair.u2r,
+        user_col=pair.user_col, item_col=pair.item_col, relevance_col=pair.relevance_col,
+        order_col=pair.order_col, by_rank=pair.by_rank, ties=ties,
+        threshold=float(relevance_threshold), no_recs=no_recs,
+        context=_completed(context or Context(), pair.has_relevance, pair.kinds),
     )  # fmt: skip
-
-
-def _kernel_arrays(
-    frame: pl.DataFrame, item_col: str, value_col: str
-) -> dict[str, Callable[[], pl.Series]]:
-    """What :func:`match` reads of one input, in the caller's row order, as makers for
-    ``group_by_user``'s ``carry``: the item keys and the values (as float64)."""
-    return {
-        "item": lambda: item_key_column(frame[item_col]),
-        "value": lambda: float_column(frame[value_col]),
-    }
 
 
 def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Context:
@@ -165,39 +111,6 @@ def _completed(context: Context, has_relevance: bool, kinds: IdTypeArg) -> Conte
     if context.has_relevance is not None:
         has_relevance = context.has_relevance
     return replace(context, has_relevance=has_relevance, id_type=kinds)
-
-
-_LOOKUP_MAX = 1 << 24  # most entries (8 bytes each) of the lookup table of match_users
-
-
-def _table_lookup(t_keys: pl.Series, r_keys: pl.Series) -> bool:
-    """Whether :func:`match_users` may look ``t_keys`` up in a table of ``r_keys``."""
-    if t_keys.dtype != pl.Int64 or r_keys.dtype != pl.Int64 or r_keys.len() == 0:
-        return False
-    if t_keys.has_nulls() or r_keys.has_nulls():
-        return False
-    low, high = r_keys.min(), r_keys.max()
-    assert isinstance(low, int) and isinstance(high, int)
-    span = high - low + 1
-    return span <= min(_LOOKUP_MAX, 4 * r_keys.len() + 1024)
-
-
-def match_users(t_keys: pl.Series, r_keys: pl.Series) -> np.ndarray:
-    """For each truth user, the index of its recs group, or -1 (for any ids: each value of
-    ``t_keys``, its position in the distinct ``r_keys``).
-
-    Int64 ids whose distinct ``r_keys`` span a range of at most four entries per key are
-    looked up in a table (:func:`receval.kernels.grouping.positions_in`): 2x10^6 ids against
-    10^5 keys in 4 ms where Polars' join took 40-65 ms and left 20-60 MiB in its allocator."""
-    if _table_lookup(t_keys, r_keys):
-        keys = r_keys.to_numpy()
-        low = int(keys.min())
-        size = int(keys.max()) - low + 1
-        return G.positions_in(t_keys.to_numpy(), keys, low, size)
-    left = pl.DataFrame({"k": t_keys})
-    right = pl.DataFrame({"k": r_keys, "g": pl.int_range(r_keys.len(), dtype=pl.Int64, eager=True)})
-    joined = left.join(right, on="k", how="left", maintain_order="left")
-    return np.ascontiguousarray(joined["g"].fill_null(-1).to_numpy(), dtype=np.int64)
 
 
 GAIN_OPS = (K.OP_CG, K.OP_DCG, K.OP_NDCG, K.OP_NDCG_K, K.OP_RBP)
