@@ -41,7 +41,7 @@ from receval.comparison.data import (
     RocCurve,
 )
 from receval.comparison.plots import draw_metric_at_k, draw_pr, draw_roc
-from receval.engines.model import is_model
+from receval.data.models import is_model
 from receval.evaluation import evaluate
 from receval.families.pointwise import labelled_rows
 from receval.metrics.registry import parse_metric
