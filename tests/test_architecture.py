@@ -1,10 +1,10 @@
 """The package's layering (docs/architecture.md): no import cycle, no module importing a layer
 above its own, no function-level import of a receval module (the way a cycle is dodged), and
 every module placed in a layer, and the forbidden imports (the reports and plots import no
-computing module; a comparison's data imports no renderer). The layers and the forbidden
-imports are read from pyproject.toml's import-linter contracts, which import-linter itself
-also checks here. Imports under ``if TYPE_CHECKING:`` count: a type-level circle is a
-circle."""
+computing module; a comparison's data imports no renderer; a model's scoring imports no family
+and no engine that scans its blocks). The layers and the forbidden imports are read from
+pyproject.toml's import-linter contracts, which import-linter itself also checks here. Imports
+under ``if TYPE_CHECKING:`` count: a type-level circle is a circle."""
 
 from __future__ import annotations
 

@@ -50,8 +50,9 @@ from receval.arrays.rating import mae, mse, nmae, r2, rmse
 from receval.comparison.compare import Comparison, compare
 from receval.data.audit import SplitAudit, audit_split
 from receval.data.io import read_trec_qrels, read_trec_run
+from receval.data.models import FactorModel, ScoreModel
 from receval.data.split import Split, split
-from receval.engines.model import FactorModel, ScoreModel, topk
+from receval.engines.model import topk
 from receval.engines.stream import Evaluator
 from receval.evaluation import NoRecsPolicy, TiesPolicy, evaluate
 from receval.kernels import pools as _pools

@@ -18,10 +18,12 @@ from typing import Any, Literal, get_args
 from receval._errors import InputError, check_choice
 from receval.data.io import Inputs, check_exists
 from receval.data.layout import IdTypeArg
+from receval.data.models import is_model
 from receval.data.segments import resolve_segments
 from receval.engines.local import evaluate_local
-from receval.engines.model import evaluate_model, is_model, parse_memory
+from receval.engines.model import evaluate_model
 from receval.engines.sampled import evaluate_sampled
+from receval.engines.scoring import parse_memory
 from receval.engines.segments import evaluate_segments
 from receval.engines.spark import check_spark_options, evaluate_spark_plan, is_spark_frame
 from receval.engines.stream import SortedArg, evaluate_stream

@@ -34,7 +34,7 @@ import polars as pl
 from receval._errors import InputError
 from receval.data.layout import IdType as IdKind
 from receval.data.layout import check_id_type
-from receval.engines.model import FactorModel
+from receval.data.models import FactorModel
 
 __all__ = ["factor_model", "load_candidates", "load_factors", "load_ids", "model_options"]
 

@@ -41,8 +41,8 @@ from receval.comparison.data import (
     RocCurve,
 )
 from receval.comparison.plots import draw_metric_at_k, draw_pr, draw_roc
+from receval.data.models import is_model
 from receval.engines.local import labelled_rows
-from receval.engines.model import is_model
 from receval.evaluation import evaluate
 from receval.metrics.registry import parse_metric
 

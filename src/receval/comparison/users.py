@@ -17,7 +17,7 @@ import polars as pl
 from receval._errors import InputError
 from receval.data.io import Inputs
 from receval.data.layout import cast_ids, check_id_type, unify_ids
-from receval.engines.model import FactorModel, ScoreModel
+from receval.data.models import FactorModel, ScoreModel
 from receval.engines.spark import is_spark_frame
 
 __all__ = ["USERS", "UsersArg", "common_users"]

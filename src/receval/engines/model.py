@@ -1,9 +1,13 @@
-"""Evaluation from a model: exact full-catalog metrics from factors or a score function.
+"""The scan engine: exact full-catalog metrics from a model source, and its top-K lists.
 
-:class:`FactorModel` (user and item factors, dot product or cosine) and :class:`ScoreModel`
-(any function scoring every catalog item for a batch of users) stand in for a recommendations
-table in :func:`receval.evaluate` and :func:`receval.compare`; :func:`topk` returns the top-K
-table itself. docs/model.md describes the semantics; in short:
+A model source, :class:`~receval.FactorModel` (user and item factors, dot product or cosine)
+or :class:`~receval.ScoreModel` (any function scoring every catalog item for a batch of users),
+read and checked in :mod:`receval.data.models` (and importable from here too), stands in for a
+recommendations table in :func:`receval.evaluate` and :func:`receval.compare`; :func:`topk`
+returns the top-K table itself. This module matches truth, ``exclude`` and ``candidates`` to
+the model (:func:`setup_model`), scans the blocks of scores that a
+:class:`~receval.engines.scoring.Scorer` gives, and turns the scan into the metric families'
+parts (:func:`evaluate_model`). docs/model.md describes the semantics; in short:
 
 * A user's candidates are the catalog (the model's item ids), restricted by ``candidates`` and
   minus the user's ``exclude`` rows. Scores are computed in blocks of users sized from
@@ -21,15 +25,15 @@ from __future__ import annotations
 
 import ctypes
 import enum
-import re
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, replace
-from typing import Any, Literal, get_args
+from functools import partial
+from typing import Any
 
 import numba
 import numpy as np
@@ -40,7 +44,6 @@ from receval._errors import (
     InputError,
     MetricError,
     caller_stacklevel,
-    check_choice,
     check_integer,
 )
 from receval.arrays import classification as C
@@ -54,6 +57,7 @@ from receval.data.layout import (
     show_rows,
     trec_tie_keys,
 )
+from receval.data.models import FactorModel, Model, ScoreModel, Similarity, is_model
 from receval.data.tables import (
     match_users,
     raise_truth_repeats,
@@ -64,6 +68,7 @@ from receval.data.tables import (
     unify_items,
 )
 from receval.engines.inputs import with_family_tables
+from receval.engines.scoring import DEFAULT_BLOCK_MEMORY, Scorer, parse_memory, progress_bar
 from receval.families.beyond import beyond_part
 from receval.families.contract import (
     NoRecs,
@@ -89,12 +94,10 @@ from receval.metrics.result import Result
 from receval.metrics.specs import Metric
 
 __all__ = [
-    "PAIR_KEY", "ExcludedTruth", "FactorModel", "ScoreModel", "Scorer",
+    "PAIR_KEY", "ExcludedTruth", "FactorModel", "Model", "ScoreModel", "Similarity",
     "catalog_tie_key", "evaluate_model", "is_model", "pair_offsets",
     "setup_model", "topk", "warn_model_facts",
 ]  # fmt: skip
-
-Similarity = Literal["dot", "cosine"]
 
 
 class ExcludedTruth(Choice):
@@ -106,361 +109,10 @@ class ExcludedTruth(Choice):
     RAISE = enum.auto()
 
 
-DEFAULT_BLOCK_MEMORY = "256MiB"
 _USERS_PER_CHUNK = 64
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
-
-
-# ----------------------------------------------------------------------------------- models
-
-
-def _is_torch(value: object) -> bool:
-    return type(value).__module__.split(".")[0] == "torch"
-
-
-def _ids(values: Any, n: int, name: str, rows: str) -> pl.Series:
-    """Model ids as a Polars Series (Int64 or String): ``0 .. n-1`` when None."""
-    if values is None:
-        return pl.Series(name, np.arange(n, dtype=np.int64))
-    if _is_torch(values):
-        values = values.detach().cpu().numpy()
-    try:
-        series = pl.Series(name, values)
-    except (TypeError, ValueError, OverflowError) as exc:
-        msg = f"{name} must be a 1-D sequence of integer or string ids; could not read it ({exc})."
-        raise InputError(msg) from None
-    if series.dtype == pl.Null and series.len() == 0:  # [] or an empty array of objects
-        series = series.cast(pl.Int64)
-    dtype = series.dtype
-    if isinstance(dtype, pl.Categorical | pl.Enum):
-        series = series.cast(pl.String)
-    elif dtype.is_integer():
-        if dtype == pl.UInt64 and series.len() and (series.max() or 0) > 2**63 - 1:  # type: ignore[operator]
-            series = series.cast(pl.String)
-        else:
-            series = series.cast(pl.Int64)
-    elif dtype != pl.String:
-        found = f"{series.len()} null(s)" if dtype == pl.Null else str(dtype)
-        msg = f"{name} must hold integer or string ids; got {found}."
-        raise InputError(msg)
-    if series.len() != n:
-        msg = f"{name} has {series.len()} ids; expected one per row of {rows} ({n})."
-        raise InputError(msg)
-    nulls = series.null_count()
-    if nulls:
-        msg = f"{name} has {nulls} null id(s); expected none."
-        raise InputError(msg)
-    dup = series.is_duplicated()
-    if dup.any():
-        shown = series.filter(dup).unique(maintain_order=True).head(5).to_list()
-        msg = f"{name} has {int(dup.sum())} repeated id(s), e.g. {shown}; expected distinct ids."
-        raise InputError(msg)
-    return series
-
-
-def _id_list(values: Any, name: str, what: str) -> pl.Series:
-    """Ids given on their own (not one per row of a matrix): a 1-D sequence, checked by
-    :func:`_ids`."""
-    if values is None or isinstance(values, str | bytes) or not hasattr(values, "__len__"):
-        msg = f"{name} must be a 1-D sequence of ids ({what}); got {type(values).__name__}."
-        raise InputError(msg)
-    return _ids(values, len(values), name, name)
-
-
-def _factor_matrix(values: Any, name: str) -> Any:
-    """A checked 2-D float factor matrix: a NumPy array (float32 or float64) or a torch
-    tensor (floating, on its device)."""
-    if _is_torch(values):
-        import torch
-
-        if values.ndim != 2:
-            msg = f"{name} must be a 2-D matrix (rows x factors); got shape {tuple(values.shape)}."
-            raise InputError(msg)
-        if not torch.is_floating_point(values):
-            values = values.to(torch.float64)
-        elif values.dtype in (torch.float16, torch.bfloat16):  # widened exactly: the scan's
-            values = values.to(torch.float32)  # kernels read float32 and float64
-        bad = int((~torch.isfinite(values)).sum())
-        if bad:
-            rows = torch.nonzero(~torch.isfinite(values).all(dim=1)).flatten()[:5].tolist()
-            msg = (
-                f"{name} has {bad} NaN or infinite value(s) (rows {rows}); expected finite numbers."
-            )
-            raise InputError(msg)
-        return values.detach()
-    try:
-        array = np.asarray(values)
-    except (TypeError, ValueError) as exc:
-        msg = f"{name} must be a 2-D numeric matrix; could not read it ({exc})."
-        raise InputError(msg) from None
-    if array.ndim != 2:
-        msg = f"{name} must be a 2-D matrix (rows x factors); got shape {array.shape}."
-        raise InputError(msg)
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number):
-        msg = f"{name} must be numeric; got dtype {array.dtype}."
-        raise InputError(msg)
-    if np.issubdtype(array.dtype, np.complexfloating):
-        msg = f"{name} must be real numbers; got dtype {array.dtype}."
-        raise InputError(msg)
-    if array.dtype not in (np.float32, np.float64):
-        array = array.astype(np.float64)
-    finite = np.isfinite(array).all(axis=1)
-    if not finite.all():
-        bad_rows = np.flatnonzero(~finite)
-        msg = (
-            f"{name} has NaN or infinite values in {bad_rows.size} row(s) (rows "
-            f"{bad_rows[:5].tolist()}); expected finite numbers."
-        )
-        raise InputError(msg)
-    return array
-
-
-class FactorModel:
-    """A model given by user and item factors: ``score(u, i) = user_factors[u] ·
-    item_factors[i]`` (``similarity="cosine"``: divided by both norms).
-
-    Parameters
-    ----------
-    user_factors, item_factors:
-        ``(n_users x d)`` and ``(n_items x d)`` matrices: NumPy arrays (float32 is scored in
-        float32, float64 in float64, integers and float16 as float64) or torch tensors (scored
-        by torch on their device, for example a GPU; float16 and bfloat16 widened to float32,
-        exactly). No users is allowed (every truth user is then unknown); no items is an
-        error.
-    user_ids, item_ids:
-        The ids the rows stand for (arrays, lists, pandas or Polars Series; integers or
-        strings, distinct); default ``0 .. n-1``. The item ids are the catalog.
-    similarity:
-        ``"dot"`` (default) or ``"cosine"``.
-    device:
-        The torch device to score on (``"cuda"``, ``"cuda:1"``, ``"cpu"``, ...): the factors
-        are moved there and torch computes the products, the masks, the counts and the top K
-        on it (``pip install "receval[torch]"``). Default: tensors on a GPU are scored on
-        their device; NumPy arrays and tensors in CPU memory take the NumPy path (BLAS and
-        Numba threads; a CPU tensor is read without a copy), the faster one on a CPU.
-
-    Examples
-    --------
-    >>> import numpy as np, receval
-    >>> model = receval.FactorModel(np.eye(2), np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]),
-    ...                             user_ids=["ann", "bob"], item_ids=["a", "b", "c"])
-    >>> receval.topk(model, 2)
-    shape: (4, 4)
-    ┌──────┬──────┬───────┬──────┐
-    │ user ┆ item ┆ score ┆ rank │
-    │ ---  ┆ ---  ┆ ---   ┆ ---  │
-    │ str  ┆ str  ┆ f64   ┆ i64  │
-    ╞══════╪══════╪═══════╪══════╡
-    │ ann  ┆ a    ┆ 1.0   ┆ 1    │
-    │ ann  ┆ b    ┆ 0.5   ┆ 2    │
-    │ bob  ┆ c    ┆ 1.0   ┆ 1    │
-    │ bob  ┆ b    ┆ 0.5   ┆ 2    │
-    └──────┴──────┴───────┴──────┘
-    """
-
-    def __init__(
-        self,
-        user_factors: Any,
-        item_factors: Any,
-        *,
-        user_ids: Any = None,
-        item_ids: Any = None,
-        similarity: Similarity = "dot",
-        device: str | None = None,
-    ) -> None:
-        check_choice("similarity", similarity, get_args(Similarity))
-        users = _on_device(_factor_matrix(user_factors, "user_factors"), device)
-        items = _on_device(_factor_matrix(item_factors, "item_factors"), device)
-        if _is_torch(users) != _is_torch(items):
-            msg = (
-                "user_factors and item_factors must both be NumPy arrays or both torch tensors; "
-                f"got {type(user_factors).__name__} and {type(item_factors).__name__}."
-            )
-            raise InputError(msg)
-        if users.shape[1] != items.shape[1]:
-            msg = (
-                f"user_factors and item_factors must have the same number of factors (columns); "
-                f"got {users.shape[1]} and {items.shape[1]}."
-            )
-            raise InputError(msg)
-        if _is_torch(users):
-            if users.device != items.device:
-                msg = (
-                    f"user_factors and item_factors must be on one device; got {users.device} "
-                    f"and {items.device}."
-                )
-                raise InputError(msg)
-            if users.dtype != items.dtype:
-                users = users.to(items.dtype)
-        elif users.dtype != items.dtype:  # float32 with float64: score in float64
-            users = users.astype(np.float64)
-            items = items.astype(np.float64)
-        if items.shape[0] == 0:
-            msg = (
-                "item_factors has no rows; expected at least one catalog item (a model with "
-                "no items can recommend nothing)."
-            )
-            raise InputError(msg)
-        if similarity == "cosine":
-            users = _normalised(users, "user_factors")
-            items = _normalised(items, "item_factors")
-        self.user_factors = users
-        self.item_factors = items
-        self.user_ids = _ids(user_ids, users.shape[0], "user_ids", "user_factors")
-        self.item_ids = _ids(item_ids, items.shape[0], "item_ids", "item_factors")
-        self.similarity = similarity
-
-    @property
-    def uses_torch(self) -> bool:
-        """Whether the factors are torch tensors (scored by torch on their device)."""
-        return _is_torch(self.item_factors)
-
-    def __repr__(self) -> str:
-        u, i = self.user_factors.shape, self.item_factors.shape
-        return (
-            f"FactorModel(users={u[0]}, items={i[0]}, factors={u[1]}, "
-            f"dtype={str(self.item_factors.dtype).replace('torch.', '')}, "
-            f"similarity={self.similarity!r})"
-        )
-
-
-def _on_device(factors: Any, device: str | None) -> Any:
-    """``factors`` where they are scored: a torch tensor on ``device``; without a device, a
-    tensor in CPU memory as a NumPy array (no copy), anything else as it is."""
-    if device is None:
-        if _is_torch(factors) and factors.device.type == "cpu":
-            return factors.numpy()
-        return factors
-    if not isinstance(device, str):
-        msg = f"device must be a torch device name such as 'cuda' or 'cpu'; got {device!r}."
-        raise InputError(msg)
-    try:
-        import torch
-    except ImportError:
-        msg = (
-            f"device={device!r} scores with torch, which is not installed: "
-            'pip install "receval[torch]" (or leave device out: NumPy scores on the CPU).'
-        )
-        raise InputError(msg) from None
-    try:
-        tensor = factors if _is_torch(factors) else torch.from_numpy(factors)
-        return tensor.to(torch.device(device))
-    except (RuntimeError, AssertionError) as exc:
-        msg = f"device={device!r} is not a torch device that can be used here ({exc})."
-        raise InputError(msg) from None
-
-
-def _normalised(factors: Any, name: str) -> Any:
-    """Rows divided by their Euclidean norms (a zero row is an error)."""
-    if _is_torch(factors):
-        import torch
-
-        norms = torch.linalg.vector_norm(factors, dim=1, keepdim=True)
-        zero = torch.nonzero(norms.flatten() == 0).flatten()
-        if zero.numel():
-            msg = (
-                f"{name} has {zero.numel()} zero row(s) (rows {zero[:5].tolist()}): cosine "
-                "similarity is undefined for them."
-            )
-            raise InputError(msg)
-        return factors / norms
-    lengths = np.linalg.norm(factors, axis=1, keepdims=True)
-    zeros = np.flatnonzero(lengths == 0)
-    if zeros.size:
-        msg = (
-            f"{name} has {zeros.size} zero row(s) (rows {zeros[:5].tolist()}): cosine similarity "
-            "is undefined for them."
-        )
-        raise InputError(msg)
-    return factors / lengths
-
-
-class ScoreModel:
-    """A model given by a function that scores every catalog item for a batch of users.
-
-    Parameters
-    ----------
-    fn:
-        ``fn(user_ids) -> scores``: ``user_ids`` a NumPy array of user ids (int64, or an object
-        array of strings, as truth's ids), ``scores`` a ``(len(user_ids) x len(item_ids))``
-        array of floats (NumPy, or a torch tensor on any device), higher is better, columns in
-        ``item_ids`` order. NaN or infinite scores are an error (use ``exclude`` or
-        ``candidates`` to leave items out).
-    item_ids:
-        The catalog: the item id of each column.
-    user_ids:
-        The users ``fn`` knows (optional): truth users outside it are not scored and have no
-        recommendations (``no_recs`` applies), as with a FactorModel. Default: every truth
-        user is passed to ``fn``.
-
-    Examples
-    --------
-    >>> import numpy as np, receval
-    >>> popularity = np.array([3.0, 1.0, 2.0])
-    >>> def scores(users):
-    ...     return np.tile(popularity, (len(users), 1))
-    >>> model = receval.ScoreModel(scores, ["a", "b", "c"])
-    >>> receval.evaluate({"u": {"c": 1}}, model, ["mrr", "recall@1"], exclude={"u": ["a"]}).means
-    {'mrr': 1.0, 'recall@1': 1.0}
-    """
-
-    def __init__(
-        self, fn: Callable[[np.ndarray], Any], item_ids: Any, *, user_ids: Any = None
-    ) -> None:
-        if not callable(fn):
-            msg = f"fn must be a function of a batch of user ids; got {type(fn).__name__}."
-            raise InputError(msg)
-        self.fn = fn
-        self.item_ids = _id_list(item_ids, "item_ids", "the item id of each column fn returns")
-        if self.item_ids.len() == 0:
-            msg = (
-                "item_ids is empty; expected at least one catalog item (the item id of each "
-                "column fn returns)."
-            )
-            raise InputError(msg)
-        self.user_ids: pl.Series | None = None
-        if user_ids is not None:
-            self.user_ids = _id_list(user_ids, "user_ids", "the user ids fn knows")
-
-    @property
-    def uses_torch(self) -> bool:
-        """False: the function's output (NumPy or torch) is read on the CPU."""
-        return False
-
-    def __repr__(self) -> str:
-        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
-        return f"ScoreModel({name}, items={self.item_ids.len()})"
-
-
-Model = FactorModel | ScoreModel
-
-
-def is_model(value: object) -> bool:
-    """Whether ``value`` is a model source (:class:`FactorModel` or :class:`ScoreModel`)."""
-    return isinstance(value, FactorModel | ScoreModel)
 
 
 # ----------------------------------------------------------------------------------- options
-
-
-def parse_memory(value: object) -> int:
-    """``block_memory`` in bytes: a positive integer or a text such as ``"256MiB"``, ``"2GB"``."""
-    if isinstance(value, bool):
-        value = None
-    if isinstance(value, int) and value > 0:
-        return value
-    if isinstance(value, str):
-        found = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*", value)
-        if found and found.group(2).lower() in _UNITS:
-            size = float(found.group(1)) * _UNITS[found.group(2).lower()]
-            if size >= 1:
-                return int(size)
-    msg = (
-        "block_memory must be a positive number of bytes or a size such as '256MiB' or '2GB'; "
-        f"got {value!r}."
-    )
-    raise InputError(msg)
 
 
 @dataclass(frozen=True)
@@ -549,124 +201,7 @@ def pair_offsets(
     return offsets, np.ascontiguousarray(cols, dtype=np.int64)
 
 
-# ------------------------------------------------------------------------------- scoring
-
-
-class Scorer:
-    """A model's scores over the scored columns (the catalog, or its global candidates), and
-    what their scan needs to know: the item side, the score size, whether to check for
-    overflow."""
-
-    def __init__(self, model: Model, catalog: _Catalog) -> None:
-        self.model = model
-        self.catalog = catalog
-        self.check_finite = True
-        self.col_ids = catalog.ids if catalog.cols is None else catalog.ids.gather(catalog.cols)
-        if isinstance(model, FactorModel):
-            items = model.item_factors
-            if catalog.cols is not None:
-                items = (
-                    items[catalog.cols]
-                    if not model.uses_torch
-                    else items[_torch_index(catalog.cols, items.device)]
-                )
-            self.items_t = items.T if not model.uses_torch else items.T.contiguous()
-            self.itemsize = 4 if str(items.dtype) in ("float32", "torch.float32") else 8
-            # |u . i| <= |u| |i|: no overflow possible below the float's range, no check then
-            if model.uses_torch:
-                import torch
-
-                u_norm = torch.linalg.vector_norm(model.user_factors, dim=1)
-                i_norm = torch.linalg.vector_norm(items, dim=1)
-                fmax = float(torch.finfo(items.dtype).max)
-            else:
-                with np.errstate(over="ignore"):  # an infinite bound: scores are checked
-                    u_norm = np.linalg.norm(model.user_factors, axis=1)
-                    i_norm = np.linalg.norm(items, axis=1)
-                fmax = float(np.finfo(items.dtype).max)
-            bound = 0.0
-            if u_norm.shape[0] and i_norm.shape[0]:
-                bound = float(u_norm.max()) * float(i_norm.max())
-            self.check_finite = not bound < fmax / 2
-        else:
-            self.itemsize = 8
-
-    def block(self, rows: np.ndarray, users: pl.Series) -> Any:
-        """Scores of the users at model ``rows`` (a FactorModel on a torch device: a tensor
-        there) or with ids ``users`` (a ScoreModel: a NumPy array). NumPy factors are scored
-        by :func:`_scan_factors`."""
-        model = self.model
-        if isinstance(model, FactorModel):  # stays on the device: kernels.model_torch scans it
-            import torch
-
-            with torch.no_grad():
-                idx = _torch_index(rows, model.user_factors.device)
-                scores_t = model.user_factors[idx] @ self.items_t
-                if self.check_finite and not bool(torch.isfinite(scores_t).all()):
-                    bad = scores_t.cpu().numpy()
-                    _check_scores(bad, users, "the factors' products", self.col_ids)
-            return scores_t
-        batch = users.to_numpy()
-        if batch.dtype == np.object_ or users.dtype == pl.String:
-            batch = np.array(users.to_list(), dtype=object)
-        out = model.fn(batch)
-        if _is_torch(out):
-            out = out.detach().cpu().numpy()
-        try:
-            scores = np.asarray(out)
-        except (TypeError, ValueError) as exc:
-            msg = (
-                "the score function must return a 2-D array of floats; could not read its "
-                f"output ({exc})."
-            )
-            raise InputError(msg) from None
-        n_items = model.item_ids.len()
-        if scores.shape != (batch.shape[0], n_items):
-            msg = (
-                f"the score function returned shape {scores.shape} for {batch.shape[0]} user(s); "
-                f"expected ({batch.shape[0]}, {n_items}): one row per user, one column per item "
-                "of item_ids."
-            )
-            raise InputError(msg)
-        if (
-            scores.dtype == np.bool_
-            or not np.issubdtype(scores.dtype, np.number)
-            or np.issubdtype(scores.dtype, np.complexfloating)
-        ):
-            msg = f"the score function must return real numbers; got dtype {scores.dtype}."
-            raise InputError(msg)
-        C.check_exact_scores(scores, "the score function's output")
-        if scores.dtype not in (np.float32, np.float64):
-            scores = scores.astype(np.float64)
-        _check_scores(scores, users, "the score function", model.item_ids)  # before the subset
-        if self.catalog.cols is not None:
-            scores = scores[:, self.catalog.cols]
-        return np.ascontiguousarray(scores)
-
-
-def _torch_index(rows: np.ndarray, device: Any) -> Any:
-    import torch
-
-    return torch.as_tensor(rows, dtype=torch.int64, device=device)
-
-
-def _check_scores(
-    scores: np.ndarray, users: pl.Series, source: str, items: pl.Series | None
-) -> None:
-    """Refuse NaN and infinite scores, naming users (and items)."""
-    finite = np.isfinite(scores)
-    if finite.all():
-        return
-    bad_rows, bad_cols = np.nonzero(~finite)
-    shown = []
-    for r, c in zip(bad_rows[:5].tolist(), bad_cols[:5].tolist(), strict=True):
-        item = items[c] if items is not None else f"column {c}"
-        shown.append(f"user {users[r]!r}, item {item!r}: {scores[r, c]}")
-    msg = (
-        f"{source} gave {bad_rows.size} NaN or infinite score(s); expected finite numbers "
-        f"(leave items out with exclude= or candidates=). First: {'; '.join(shown)}."
-    )
-    raise InputError(msg)
+# ---------------------------------------------------------------------------------- scan
 
 
 @dataclass
@@ -682,22 +217,6 @@ class _Scan:
     top_col: np.ndarray
     top_score: np.ndarray
     top_n: np.ndarray
-
-
-@contextmanager
-def _progress_bar(enabled: bool, total: int, label: str) -> Iterator[Callable[[int], None]]:
-    """``advance(n)`` of a Rich progress bar on stderr (a no-op when disabled)."""
-    if not enabled:
-        yield lambda n: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total} users"),
-               TimeRemainingColumn())  # fmt: skip
-    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
 
 
 def _scan(
@@ -725,7 +244,7 @@ def _scan(
     grouped by user), taken from ``block_bytes`` with the scan's own arrays."""
     n_users = t_off.shape[0] - 1
     n_rows = t_col.shape[0]
-    k_top = min(k_top, scorer.catalog.n_cols)  # no list is longer than the columns scored
+    k_top = min(k_top, scorer.n_cols)  # no list is longer than the columns scored
     out = _Scan(
         t_score=np.full(n_rows, np.nan), above=np.zeros(n_rows, dtype=np.int64),
         tied=np.zeros(n_rows, dtype=np.int64), first_before=np.zeros(n_rows, dtype=np.int64),
@@ -735,7 +254,7 @@ def _scan(
         top_n=np.zeros(n_users, dtype=np.int64),
     )  # fmt: skip
     scored = np.flatnonzero(model_row >= 0)
-    n_cols = scorer.catalog.n_cols
+    n_cols = scorer.n_cols
     if scored.size == 0 or n_cols == 0:  # nobody or nothing to score: every user has no list
         if n_cols == 0:
             out.n_cand[scored] = 0
@@ -757,7 +276,7 @@ def _scan(
     # torch keeps the scores, a masked copy or comparison masks and the top-K selection
     per_row = max(n_cols * scorer.itemsize * (3 if scorer.model.uses_torch else 1), 1)
     block = int(max(1, min(block_bytes // per_row, scored.size or 1)))
-    with _progress_bar(progress, int(scored.size), "scoring") as advance:
+    with progress_bar(progress, int(scored.size), "scoring") as advance:
         if isinstance(scorer.model, FactorModel) and not scorer.model.uses_torch:
             _scan_factors(scorer, scored, model_row, layout, want_first, want_trec, k_top,
                           outputs, block_bytes, keys, advance)  # fmt: skip
@@ -819,10 +338,7 @@ def _scan_factors(
     in cache (as many workers as Numba threads; a product and a scan both release the GIL)."""
     from threadpoolctl import threadpool_limits
 
-    model = scorer.model
-    assert isinstance(model, FactorModel)
-    users_f, items_t = model.user_factors, scorer.items_t
-    n_cols = scorer.catalog.n_cols
+    n_cols = scorer.n_cols
     workers = max(1, min(numba.get_num_threads(), scored.size))
     per_row = max(n_cols * scorer.itemsize, 1)
     rows = int(max(1, min(block_bytes // (workers * per_row), _CACHE_BYTES // per_row)))
@@ -841,7 +357,7 @@ def _scan_factors(
     )
 
     def work() -> None:
-        buf = np.empty((rows, n_cols), dtype=items_t.dtype)
+        buf = np.empty((rows, n_cols), dtype=scorer.items_t.dtype)
         while not failed:
             with lock:
                 start = next(starts, None)
@@ -850,11 +366,7 @@ def _scan_factors(
             users = scored[start : start + rows]
             block = buf[: users.shape[0]]
             try:
-                with np.errstate(over="ignore", invalid="ignore"):  # checked just below
-                    np.matmul(users_f[model_row[users]], items_t, out=block)
-                if scorer.check_finite and not np.isfinite(block).all():
-                    _check_scores(block, keys.gather(users), "the factors' products",
-                                  scorer.col_ids)  # fmt: skip
+                scorer.block_into(block, model_row[users], partial(keys.gather, users))
                 MK.scan_rows(
                     block, users, t_off, t_col, t_cand, ex_off, ex_col, pc_off, pc_col,
                     bool(per_user), tie_key, want_first, want_trec, k_top, sel_key, key_col,
@@ -1257,8 +769,8 @@ def evaluate_model(
     ranking = tuple(m for m in plan if m.spec.family == "ranking")
     trec = ties is Ties.TREC
     scan = _scan(
-        Scorer(model, setup.catalog), setup.model_row, t_grp.offsets, setup.t_col,
-        setup.t_cand, setup.ex, setup.pc,
+        Scorer(model, setup.catalog.ids, setup.catalog.cols), setup.model_row, t_grp.offsets,
+        setup.t_col, setup.t_cand, setup.ex, setup.pc,
         catalog_tie_key(setup.catalog) if trec else np.zeros(0, dtype=np.int64),
         want_first=ties is Ties.FIRST, want_trec=trec,
         k_top=k_beyond, block_bytes=block_bytes, keys=t_grp.keys, progress=progress,
@@ -1548,8 +1060,8 @@ def topk(
     t_off = np.zeros(n_users + 1, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     scan = _scan(
-        Scorer(model, catalog), model_row, t_off, none, np.zeros(0, dtype=np.bool_), ex,
-        pc, none, want_first=False, want_trec=False, k_top=int(k), block_bytes=block_bytes,
-        keys=keys, progress=progress,
+        Scorer(model, catalog.ids, catalog.cols), model_row, t_off, none,
+        np.zeros(0, dtype=np.bool_), ex, pc, none, want_first=False, want_trec=False,
+        k_top=int(k), block_bytes=block_bytes, keys=keys, progress=progress,
     )  # fmt: skip
     return _top_table(scan, keys.alias(user_col), catalog, user_col, item_col)

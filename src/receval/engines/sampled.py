@@ -19,20 +19,17 @@ import polars as pl
 from receval._errors import InputError
 from receval.data.io import Inputs
 from receval.data.layout import IdType, check_frame, group_by_user
+from receval.data.models import FactorModel, ScoreModel, is_model
 from receval.data.tables import cast_model_ids, match_users, read_truth, read_unified
 from receval.engines.model import (
     PAIR_KEY,
     ExcludedTruth,
-    FactorModel,
-    ScoreModel,
-    Scorer,
     catalog_tie_key,
-    is_model,
     pair_offsets,
-    parse_memory,
     setup_model,
     warn_model_facts,
 )
+from receval.engines.scoring import Scorer, parse_memory
 from receval.families.contract import NoRecs, Options, Ties
 from receval.families.sampled import Queries, check_sampled_metrics, sampled_means
 from receval.kernels import sampled as SK
@@ -251,7 +248,7 @@ def _from_model(
         users_f, items_f = np.ascontiguousarray(users_f), np.ascontiguousarray(items_f)
         per_user_bytes = 1
     else:
-        scorer = Scorer(model, catalog)
+        scorer = Scorer(model, catalog.ids, catalog.cols)
         per_user_bytes = n_cols * 8
     # blocks of users: the negatives (queries x m) and, for a ScoreModel, the scores
     q_per_user = np.bincount(q_user, minlength=n_users)
