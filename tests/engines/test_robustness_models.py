@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import polars as pl
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -100,6 +101,19 @@ def outcome(fn: Any, *args: Any, **kwargs: Any) -> Any:
             return exc
 
 
+def without(truth: dict[int, dict[int, int]], exclude: Any) -> dict[int, dict[int, int]]:
+    """``truth`` less the (user, item) rows that ``exclude`` (a pairs value PAIRS draws)
+    lists, and less the users left with no row."""
+    if isinstance(exclude, pl.DataFrame):
+        pairs = set(zip(exclude["user"].to_list(), exclude["item"].to_list(), strict=True))
+    elif isinstance(exclude, dict):
+        pairs = {(u, i) for u, items in exclude.items() for i in items}
+    else:
+        pairs = set()
+    kept = {u: {i: g for i, g in row.items() if (u, i) not in pairs} for u, row in truth.items()}
+    return {u: row for u, row in kept.items() if row}
+
+
 def check_result(res: receval.Result) -> None:
     for name in METRICS:
         assert np.isnan(res[name]) or 0.0 <= res[name] <= 1.0, (name, res[name])
@@ -142,7 +156,11 @@ def test_factor_model_never_raises_a_foreign_exception(
         if isinstance(full, pl.DataFrame) and full.height:
             # the model's numbers are those of its own complete top-K table (ties in
             # catalog order both ways)
-            table = outcome(receval.evaluate, TRUTH, full, METRICS, ties="first")
+            # the truth rows that exclude lists leave truth (excluded_truth="drop")
+            kept = without(TRUTH, exclude)
+            dropped = sum(map(len, TRUTH.values())) - sum(map(len, kept.values()))
+            assert dropped == res.settings["model"]["truth_rows_excluded"], (dropped, res)
+            table = outcome(receval.evaluate, kept, full, METRICS, ties="first")
             if isinstance(table, receval.Result):
                 event("compared with the model's own table")
                 for name in ("ndcg@3", "recall@2", "hit_rate@1"):
@@ -211,3 +229,23 @@ def test_a_user_whose_truth_exclude_lists_whole_leaves_the_counts() -> None:
     assert res.settings["model"]["truth_rows_excluded"] == 1
     assert res.counts.evaluated == 3 and res.counts.no_recs == 1 and res.counts.no_relevant == 0
     check_result(res)
+
+
+def test_a_model_with_exclude_equals_its_table_on_the_truth_exclude_leaves() -> None:
+    """The second case Hypothesis found: every score ties and exclude lists user 1's graded
+    truth item 2, so that row leaves truth; the model's ndcg@3 is its own top-K table's on
+    the truth without the row (0.5327), not on the whole truth (0.4552, item 2's gain 3 in
+    user 1's ideal ranking)."""
+    model = receval.FactorModel(np.zeros((4, 2)), np.zeros((5, 2)))
+    exclude = pl.DataFrame({"user": [0, 1], "item": [1, 2]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = receval.evaluate(TRUTH, model, METRICS, exclude=exclude, ties="first")
+        full = receval.topk(model, 5, users=[0, 1, 2], exclude=exclude)
+        kept = receval.evaluate(without(TRUTH, exclude), full, METRICS, ties="first")
+        whole = receval.evaluate(TRUTH, full, METRICS, ties="first")
+    assert res.settings["model"]["truth_rows_excluded"] == 1
+    for name in METRICS:
+        assert res[name] == pytest.approx(kept[name], abs=1e-12), name
+    assert whole["ndcg@3"] == pytest.approx(0.4552, abs=1e-4)
+    assert res["ndcg@3"] == pytest.approx(0.5327, abs=1e-4)
