@@ -65,31 +65,59 @@ CI_ONLY = frozenset(
 )
 
 
+SPARK_GROUP = "spark"  # the xdist group of the tests that run Spark: one worker, one session
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the :data:`CI_ONLY` cases slow and the Hypothesis tests ``property`` (.ci/run runs
-    those again under the full profile)."""
+    those again under the full profile); put every test that runs Spark in one xdist group, so
+    that ``--dist loadgroup`` runs them on one worker with one Spark session."""
     for item in items:
         if item.nodeid in CI_ONLY:
             item.add_marker(pytest.mark.slow)
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.property)
+        if "spark" in getattr(item, "fixturenames", ()) or "spark" in item.path.name:
+            item.add_marker(pytest.mark.xdist_group(SPARK_GROUP))
 
 
 WARMUP_FROM = 1000  # tests selected: a whole suite's run compiles first, a few tests do not
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Before a run of the whole suite, compile the kernels in two processes side by side
-    (tests/helpers/warmup.py): the tests then load the cached machine code. A run of fewer
-    than :data:`WARMUP_FROM` tests, an xdist worker, ``--collect-only`` and
-    ``RECEVAL_NO_WARMUP=1`` skip it."""
+    """Before a run of the whole suite in one process, compile the kernels in two processes
+    side by side (tests/helpers/warmup.py): the tests then load the cached machine code. A run
+    of fewer than :data:`WARMUP_FROM` tests, an xdist worker (the controller compiled before
+    it started), ``--collect-only`` and ``RECEVAL_NO_WARMUP=1`` skip it."""
     config = session.config
     if (
         len(session.items) < WARMUP_FROM
         or hasattr(config, "workerinput")
         or config.option.collectonly
-        or os.environ.get("RECEVAL_NO_WARMUP") == "1"
     ):
+        return
+    _warm_up(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With xdist (``-n``), the controller compiles the kernels before it starts the workers
+    (its own hook runs after this one), which then load them from the cache: the workers
+    would each compile them otherwise, on the same cores."""
+    config = session.config
+    if (
+        hasattr(config, "workerinput")
+        or not getattr(config.option, "numprocesses", None)
+        or config.option.collectonly
+    ):
+        return
+    _warm_up(config)
+
+
+def _warm_up(config: pytest.Config) -> None:
+    """Run the warm-up's parts side by side and print what they took; ``RECEVAL_NO_WARMUP=1``
+    skips it. A part that fails prints why; its kernels then compile in the tests."""
+    if os.environ.get("RECEVAL_NO_WARMUP") == "1":
         return
     tests = Path(__file__).resolve().parent
     env = {
