@@ -17,7 +17,7 @@ import pytest
 from importlinter.cli import lint_imports
 
 import receval
-from receval.data import io, tables
+from receval.data import io, model_files, segments, tables
 from receval.engines.model import ExcludedTruth
 from receval.families.contract import NoRecs, Ties
 
@@ -280,13 +280,14 @@ def test_the_policy_scan_finds_a_planted_string(line: str) -> None:
 
 
 # One input layer (docs/architecture.md, "Inputs are read once"): every table is read by
-# receval.data (receval.data.tables and the readers it uses), the engines call it, and the
-# metric families compute from the layout: no module of families/ calls a reader.
+# receval.data (receval.data.tables and the readers it uses; the command line's model and
+# segment files, data.model_files and data.segments), the engines call it, and the metric
+# families compute from the layout: no module of families/ calls a reader.
 READERS = frozenset(
     name
-    for module in (tables, io)
+    for module in (tables, io, model_files, segments)
     for name, value in vars(module).items()
-    if name.startswith(("read_", "_read_", "split_samples")) and callable(value)
+    if name.startswith(("read_", "_read_", "load_", "split_samples")) and callable(value)
 )
 
 
@@ -310,6 +311,58 @@ def test_no_family_reads_an_input(path: Path) -> None:
 
 def test_the_reader_scan_finds_a_planted_call() -> None:
     assert {"read_table", "read_pair", "read_train", "read_items", "split_samples"} <= READERS
+    assert {"load_factors", "load_ids", "load_candidates", "read_segment_file"} <= READERS
     assert reader_calls("items = read_items(ctx.items, 'user', 'item', kind)") != []
     assert reader_calls("train = T.read_train(data, 'user', 'item', kind)") != []
     assert reader_calls("items = ctx.items") == []
+
+
+# The command line reads its data through the input layer too (docs/architecture.md, "Inputs
+# are read once"): no module of cli/ calls a data reader of Polars, pandas, PyArrow or NumPy
+# itself (cli/config.py reads the text of a config file, the command line's own).
+DATA_READERS = {"pl", "polars", "pd", "pandas", "pq", "pa", "pyarrow"}
+NUMPY = {"np", "numpy"}
+
+
+def data_reads(source: str) -> list[str]:
+    """Lines of ``source`` that call a data reader directly: ``pl.read_*`` / ``pl.scan_*``
+    (and pandas', PyArrow's), ``np.load``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        owner = ast.unparse(node.func.value).split(".")[0]
+        attr = node.func.attr
+        if (owner in DATA_READERS and attr.startswith(("read_", "scan_"))) or (
+            owner in NUMPY and attr in ("load", "loadtxt", "genfromtxt", "fromfile")
+        ):
+            found.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "cli").rglob("*.py")), ids=lambda p: p.name)
+def test_the_command_line_reads_no_data_itself(path: Path) -> None:
+    found = data_reads(path.read_text())
+    assert found == [], f"cli/{path.name} reads a data file itself (use receval.data): {found}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "frame = pl.read_parquet(path)",
+        "frame = pl.read_csv(path, separator='\\t')",
+        "lazy = pl.scan_parquet(path)",
+        "frame = polars.read_ipc(path)",
+        "arrays = np.load(source, allow_pickle=False)",
+        "arrays = numpy.load(source)",
+        "table = pq.read_table(path)",
+        "frame = pd.read_csv(path)",
+    ],
+)
+def test_the_data_read_scan_finds_a_planted_call(line: str) -> None:
+    assert data_reads(line) != []
+    allowed = (
+        "table = read_segment_file(path); ids = load_ids(path, '--users')\n"
+        "text = source.read_text(encoding='utf-8'); frame.write_parquet(path)"
+    )
+    assert data_reads(allowed) == []

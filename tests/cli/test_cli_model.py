@@ -1,5 +1,5 @@
 """The command line of a factor model: ``receval evaluate --user-factors ... --item-factors
-...`` and ``receval topk``, and the files they read (receval.cli.model_io).
+...`` and ``receval topk``, and the files they read (receval.data.model_files).
 
 Every command's output equals the Python API's (receval.evaluate with a receval.FactorModel,
 receval.topk) on the same arrays; every bad input is one line on stderr, exit code 2, naming
@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 import receval
 from receval.cli import app
-from receval.cli.model_io import load_candidates, load_factors, load_ids
+from receval.data.model_files import load_candidates, load_factors, load_ids
 
 runner = CliRunner()
 

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import receval
 from receval.cli import app
 from receval.comparison.stats import correct
+from receval.data.segments import read_segment_file
 from receval.datasets import make_interactions, make_train
 
 METRICS = ["ndcg@10", "recall@5", "mrr", "auc", "coverage@10"]
@@ -352,6 +353,37 @@ def test_cli_evaluate_and_compare_segments(data, tmp_path: Path) -> None:
     cmp = runner.invoke(app, cmp_args)
     assert cmp.exit_code == 0, cmp.output
     assert "| popularity | head | b | mrr |" in cmp.stdout
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("groups.parquet", b"not a parquet file", "could not be read as Parquet: "),
+        ("groups.csv", b"user,tier\n1,\xff\xfe\n", "could not be read as CSV: "),
+        ("groups.tsv", b"", "could not be read as TSV: "),
+        ("groups.json", b'{"user": 1}', ": expected a .parquet, .csv or .tsv file."),
+    ],
+)
+def test_an_unreadable_segments_file_is_an_input_error(
+    data, tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    bad = tmp_path / name
+    bad.write_bytes(content)
+    with pytest.raises(receval.InputError) as caught:
+        read_segment_file(bad)
+    assert str(caught.value).startswith(f"--segments file {str(bad)!r}")
+    assert message in str(caught.value)
+    truth, recs, _, _ = data
+    truth.write_parquet(tmp_path / "truth.parquet")
+    recs.write_parquet(tmp_path / "recs.parquet")
+    args = ["evaluate", "--truth", str(tmp_path / "truth.parquet"), "--recs",
+            str(tmp_path / "recs.parquet"), "-m", "mrr", "--segments", str(bad)]  # fmt: skip
+    out = runner.invoke(app, args)
+    assert out.exit_code == 2, out.output
+    assert out.exception is None or isinstance(out.exception, SystemExit)
+    assert out.stderr.startswith(f"error: --segments file {str(bad)!r}")
+    assert message in out.stderr
+    assert "Traceback" not in out.output
 
 
 def test_config_segments_read_files_relative_to_the_config(data, tmp_path: Path) -> None:

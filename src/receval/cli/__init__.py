@@ -69,11 +69,12 @@ from receval.cli.common import fail as _fail
 from receval.cli.compare import register_compare_commands
 from receval.cli.compile_notice import compile_notice
 from receval.cli.config import TOPK_KEYS, load_config
-from receval.cli.model_io import factor_model, load_ids, model_options
+from receval.cli.model_io import factor_model, model_options
 from receval.cli.split import register_split_commands
 from receval.data.datasets import make_interactions, make_items, make_train
 from receval.data.io import check_output_path, write_frame
 from receval.data.layout import check_id_type
+from receval.data.model_files import load_ids
 from receval.engines import spark as spark_engine
 from receval.engines.model import topk
 from receval.evaluation import evaluate

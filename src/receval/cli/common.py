@@ -11,13 +11,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
-import polars as pl
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from receval._errors import InputError, OutputError
 from receval.data.io import check_outputs
+from receval.data.segments import read_segment_file
 
 __all__ = [
     "BlockMemoryOpt",
@@ -267,7 +267,8 @@ SegmentsOpt = Annotated[
 
 def segment_specs(values: Any) -> list[Any]:
     """``--segments`` values (or the config's ``segments``): a file path becomes its table
-    (Parquet, CSV or TSV by the suffix, ids typed as read); any other text stays a name."""
+    (:func:`receval.data.segments.read_segment_file`: Parquet, CSV or TSV by the suffix, ids
+    typed as read); any other text stays a name."""
     specs = [values] if isinstance(values, str) else list(values)
     out: list[Any] = []
     for spec in specs:
@@ -275,14 +276,7 @@ def segment_specs(values: Any) -> list[Any]:
         if not isinstance(spec, str) or not path.suffix or not path.is_file():
             out.append(spec)
             continue
-        suffix = path.suffix.lower()
-        if suffix == ".parquet":
-            out.append(pl.read_parquet(path))
-        elif suffix in (".csv", ".tsv"):
-            out.append(pl.read_csv(path, separator="\t" if suffix == ".tsv" else ","))
-        else:
-            msg = f"--segments file {str(path)!r}: expected a .parquet, .csv or .tsv file."
-            raise InputError(msg)
+        out.append(read_segment_file(path))
     return out
 
 

@@ -14,13 +14,18 @@ from one of:
   names the segmentation;
 * a dict ``{user: segment}``.
 
+:func:`read_segment_file` reads such a table from a Parquet, CSV or TSV file (the command
+line's ``--segments FILE``).
+
 Every function here is Polars on whole columns; nothing loops over users.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
@@ -35,6 +40,7 @@ __all__ = [
     "activity_segments",
     "cold_warm_segments",
     "popularity_segments",
+    "read_segment_file",
     "resolve_segments",
     "same_id_type",
 ]
@@ -274,3 +280,23 @@ def resolve_segments(
         msg = f"segments: segmentation name(s) {repeated} given more than once."
         raise InputError(msg)
     return out
+
+
+def read_segment_file(path: str | os.PathLike[str]) -> pl.DataFrame:
+    """The segment table of a ``--segments`` file: Parquet (``.parquet``), CSV or TSV by the
+    suffix, the column types as Polars infers them (integer ids stay integers); a file that
+    cannot be read is an :class:`InputError` naming it and the format it was read as."""
+    source = Path(path)
+    suffix = source.suffix.lower()
+    kinds = {".parquet": "Parquet", ".csv": "CSV", ".tsv": "TSV"}
+    if suffix not in kinds:
+        msg = f"--segments file {str(source)!r}: expected a .parquet, .csv or .tsv file."
+        raise InputError(msg)
+    try:
+        if suffix == ".parquet":
+            return pl.read_parquet(source)
+        return pl.read_csv(source, separator="\t" if suffix == ".tsv" else ",")
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"--segments file {str(source)!r} could not be read as {kinds[suffix]}: {first}"
+        raise InputError(msg) from exc
