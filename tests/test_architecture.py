@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import grimp
@@ -291,16 +292,23 @@ READERS = frozenset(
 )
 
 
+def calls(source: str, matches: Callable[[ast.Call], bool]) -> list[str]:
+    """Lines of ``source`` (number and call) with a call that ``matches``."""
+    return [
+        f"{node.lineno}: {ast.unparse(node)[:80]}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and matches(node)
+    ]
+
+
 def reader_calls(source: str) -> list[str]:
     """Lines of ``source`` that call one of the input layer's readers (by name or attribute)."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-            if name in READERS:
-                found.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
-    return found
+
+    def is_reader(node: ast.Call) -> bool:
+        func = node.func
+        return (func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)) in READERS
+
+    return calls(source, is_reader)
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "families").rglob("*.py")), ids=lambda p: p.name)
@@ -327,17 +335,17 @@ NUMPY = {"np", "numpy"}
 def data_reads(source: str) -> list[str]:
     """Lines of ``source`` that call a data reader directly: ``pl.read_*`` / ``pl.scan_*``
     (and pandas', PyArrow's), ``np.load``."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
+
+    def is_data_read(node: ast.Call) -> bool:
+        if not isinstance(node.func, ast.Attribute):
+            return False
         owner = ast.unparse(node.func.value).split(".")[0]
         attr = node.func.attr
-        if (owner in DATA_READERS and attr.startswith(("read_", "scan_"))) or (
+        return (owner in DATA_READERS and attr.startswith(("read_", "scan_"))) or (
             owner in NUMPY and attr in ("load", "loadtxt", "genfromtxt", "fromfile")
-        ):
-            found.append(f"{node.lineno}: {ast.unparse(node)[:80]}")
-    return found
+        )
+
+    return calls(source, is_data_read)
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "cli").rglob("*.py")), ids=lambda p: p.name)

@@ -27,6 +27,7 @@ __all__ = [
     "check_choice",
     "check_integer",
     "check_seed",
+    "first_line",
 ]
 
 SEED_BOUND = 2**64
@@ -149,6 +150,13 @@ def check_integer(
         msg = f"{name} must be an integer >= {minimum}{more}; got {value!r}."
         raise InputError(msg)
     return int(cast(int, value))
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of another library's exception, for a receval error that wraps it (its
+    type's name when it has no text)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def caller_stacklevel() -> int:

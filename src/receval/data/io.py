@@ -24,7 +24,7 @@ from typing import Any, Literal, cast, get_args
 
 import polars as pl
 
-from receval._errors import InputError, OutputError
+from receval._errors import InputError, OutputError, first_line
 from receval.data.layout import (
     FLOAT_EXACT,
     Role,
@@ -129,7 +129,7 @@ def read_table(
         try:
             return data.collect()
         except pl.exceptions.PolarsError as exc:  # the caller's query fails: say whose
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             msg = f"{role}: the LazyFrame could not be collected: {first}"
             raise InputError(msg) from exc
     if isinstance(data, str | os.PathLike):
@@ -328,7 +328,7 @@ def _pandas_error(data: Any, role: Role, exc: Exception) -> InputError:
             "first, e.g. df[col] = df[col].astype(str)."
         )
     else:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         msg = f"{role} (a pandas DataFrame) could not be converted: {first}"
     return InputError(msg)
 
@@ -389,7 +389,7 @@ def _read_path(
                 )
             return read_trec_run(path, user_col=user_col, item_col=item_col, score_col=value_col)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         msg = f"{role} file {str(path)!r} could not be read as {kind}: {first}"
         raise InputError(msg) from exc
     msg = (
@@ -695,7 +695,7 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike[str]) -> None:
             else:
                 frame.write_csv(tmp, separator="," if suffix == ".csv" else "\t")
         except pl.exceptions.PolarsError as exc:  # Polars wraps some OS errors (a full disk)
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = first_line(exc)
             raise OSError(first) from exc
 
 

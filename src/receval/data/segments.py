@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from receval._errors import InputError
+from receval._errors import InputError, first_line
 
 __all__ = [
     "ACTIVITY_BINS",
@@ -297,6 +297,6 @@ def read_segment_file(path: str | os.PathLike[str]) -> pl.DataFrame:
             return pl.read_parquet(source)
         return pl.read_csv(source, separator="\t" if suffix == ".tsv" else ",")
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         msg = f"--segments file {str(source)!r} could not be read as {kinds[suffix]}: {first}"
         raise InputError(msg) from exc

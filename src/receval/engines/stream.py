@@ -28,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from receval._errors import InputError
+from receval._errors import InputError, first_line
 from receval.arrays.classification import check_exact_scores
 from receval.data import tables as T
 from receval.data.io import Inputs, Role, check_exists, format_of
@@ -66,7 +66,7 @@ def _batch_ids(values: Any, name: str) -> pl.Series:
         arr = _as_numpy(values).reshape(-1)
         ids = pl.Series(name, arr.tolist() if arr.dtype == object else arr)
     except (TypeError, ValueError, RuntimeError, OverflowError, pl.exceptions.PolarsError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         msg = f"{name} must be integer or text ids; could not read them ({first})."
         raise InputError(msg) from None
     if not (ids.dtype.is_integer() or ids.dtype == pl.String):
@@ -1065,7 +1065,7 @@ def _check_parquet(path: Path, role: Role) -> None:
         meta = pq.ParquetFile(path).metadata
         meta.row_group(meta.num_row_groups - 1) if meta.num_row_groups else None
     except (OSError, pa.ArrowException, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = first_line(exc)
         size = path.stat().st_size
         msg = (
             f"{role} file {str(path)!r} ({size} bytes) is not a readable Parquet file "
@@ -1420,7 +1420,7 @@ def _sorted_blocks(
 
 def _unreadable(role: str, data: Any, exc: BaseException) -> InputError:
     """The error for rows of ``role`` that could not be read (a damaged file)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    first = first_line(exc)
     where = f" file {str(data)!r}" if isinstance(data, str | os.PathLike) else ""
     msg = f"{role}{where} could not be read ({first}); expected a complete, valid file."
     return InputError(msg)
