@@ -374,3 +374,40 @@ def test_the_data_read_scan_finds_a_planted_call(line: str) -> None:
         "text = source.read_text(encoding='utf-8'); frame.write_parquet(path)"
     )
     assert data_reads(allowed) == []
+
+
+PROVIDERS = frozenset(
+    {
+        "ranking_part", "classification_part", "rating_part", "beyond_part",
+        "exact_ranking_part", "exact_gauc_part", "exact_rating_part",
+    }
+)  # fmt: skip
+
+
+def provider_calls(source: str) -> list[str]:
+    """Lines of ``source`` that call a family's provider by name (or through ``PARTS[...]``)."""
+
+    def is_provider(node: ast.Call) -> bool:
+        func = node.func
+        if isinstance(func, ast.Subscript):  # PARTS[family](...) / EXACT_PARTS[family](...)
+            func = func.value
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        return name in PROVIDERS or name in ("PARTS", "EXACT_PARTS")
+
+    return calls(source, is_provider)
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "engines").glob("*.py")), ids=lambda p: p.name)
+def test_engines_reach_the_families_through_one_dispatch(path: Path) -> None:
+    """Every engine (the model scan too) hands its plan to ``families.providers.family_parts``:
+    none calls a family's provider itself."""
+    found = provider_calls(path.read_text())
+    assert found == [], f"engines/{path.name} calls a family's provider: {found}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["ranking_part(plan, prep, kernel)", "PARTS[family](chosen, prep)", "F.beyond_part(p, q)"],
+)
+def test_a_provider_call_is_found(line: str) -> None:
+    assert provider_calls(line) != []

@@ -3,7 +3,7 @@
 :func:`evaluate_local` reads truth and recs into the layout
 (:func:`receval.data.tables.read_pair`) and runs the ranking kernel once
 (:func:`receval.families.ranking.prepare`), then calls each requested family's provider
-(:data:`receval.families.providers.PARTS`) and merges their parts into one
+(:func:`receval.families.providers.family_parts`) and merges their parts into one
 :class:`~receval.Result`. The layout is then dropped on another thread
 (:func:`receval.kernels.memory.release_later`).
 """
@@ -19,8 +19,8 @@ from receval.data.tables import read_pair, split_samples
 from receval.engines.inputs import with_family_tables, with_train
 from receval.families.contract import Options, check_threshold, merge
 from receval.families.pointwise import labelled
-from receval.families.providers import PARTS
-from receval.families.ranking import prepare, ranking_part
+from receval.families.providers import family_parts
+from receval.families.ranking import prepare
 from receval.kernels.memory import release_later
 from receval.metrics.result import Result
 from receval.metrics.specs import Metric
@@ -53,15 +53,10 @@ def evaluate_local(truth: Any, recs: Any, plan: tuple[Metric, ...], options: Opt
     if options.train is not None:
         prep = with_train(prep, options.train)
     settings = options.settings(bool(prep.context.has_relevance))
-    parts = []
-    if ranking:
-        parts.append(ranking_part(ranking, prep, kernel))
-    for family in ("classification", "rating", "beyond"):
-        chosen = tuple(m for m in plan if m.spec.family == family)
-        if chosen:
-            if family == "beyond":
-                prep = with_family_tables(chosen, prep)
-            parts.append(PARTS[family](chosen, prep))
+    beyond = tuple(m for m in plan if m.spec.family == "beyond")
+    if beyond:
+        prep = with_family_tables(beyond, prep)
+    parts = family_parts(plan, prep, kernel)
     result = merge(plan, parts, prep, settings)
     held = [prep, kernel, parts, truth, recs]
     del prep, kernel, parts, truth, recs

@@ -46,7 +46,6 @@ from receval._errors import (
     caller_stacklevel,
     check_integer,
 )
-from receval.arrays import classification as C
 from receval.data.io import Inputs
 from receval.data.layout import (
     INTERNAL,
@@ -69,24 +68,16 @@ from receval.data.tables import (
 )
 from receval.engines.inputs import with_family_tables
 from receval.engines.scoring import DEFAULT_BLOCK_MEMORY, Scorer, parse_memory, progress_bar
-from receval.families.beyond import beyond_part
 from receval.families.contract import (
-    NoRecs,
+    ExactRanks,
     Options,
-    Part,
     Prepared,
     Ties,
     merge,
     no_evaluated_message,
-    per_user_frame,
 )
-from receval.families.pointwise import raise_no_recs, rating_part, warn_nan
-from receval.families.ranking import (
-    KernelOutput,
-    match,
-    plan_arrays,
-    ranking_part,
-)
+from receval.families.providers import family_parts
+from receval.families.ranking import match
 from receval.kernels import grouping as G
 from receval.kernels import model as MK
 from receval.kernels.toolbox import frozen
@@ -795,18 +786,15 @@ def evaluate_model(
     if options.train is not None:
         prep = _train_candidates(prep, setup, options.train)
     n_chunks = max(1, min(t_grp.n_users // _USERS_PER_CHUNK, numba.get_num_threads() * 16))
-    parts: list[Part] = []
-    if ranking:
-        parts.append(_model_ranking(ranking, prep, setup, scan, n_chunks))
-    gaucs = tuple(m for m in plan if m.spec.family == "classification")
-    if gaucs:
-        parts.append(_gauc_part(gaucs, prep, setup, scan, n_chunks))
-    ratings = tuple(m for m in plan if m.spec.family == "rating")
-    if ratings:
-        parts.append(rating_part(ratings, _pairs_prep(prep, setup, scan, rel_col)))
+    prep = replace(prep, exact=ExactRanks(
+        t_col=setup.t_col, t_cand=setup.t_cand, t_score=scan.t_score, above=scan.above,
+        tied=scan.tied, first_before=scan.first_before, trec_before=scan.trec_before,
+        n_cand=scan.n_cand, n_chunks=n_chunks,
+    ))  # fmt: skip
     beyond = tuple(m for m in plan if m.spec.family == "beyond")
     if beyond:
-        parts.append(beyond_part(beyond, with_family_tables(beyond, prep)))
+        prep = with_family_tables(beyond, prep)
+    parts = family_parts(plan, prep)
     if not ranking and prep.counts.evaluated == 0:
         raise InputError(no_evaluated_message(prep.threshold))
     settings = {**options.settings(has_relevance), "model": dict(setup.facts)}
@@ -875,90 +863,6 @@ def warn_model_facts(facts: dict[str, Any]) -> None:
             UserWarning,
             stacklevel=caller_stacklevel(),
         )
-
-
-def _model_ranking(
-    ranking: tuple[Metric, ...],
-    prep: Prepared,
-    setup: _Setup,
-    scan: _Scan,
-    n_chunks: int,
-) -> Part:
-    """The ranking metrics from the scan's counts (exact full-catalog ranks)."""
-    pa = plan_arrays(ranking, prep.threshold, prep.t_rel, prep.relevance_col)
-    longest = max(int(scan.n_cand.max(initial=0)), int(np.diff(prep.t_grp.offsets).max(initial=0)))
-    log2p = np.log2(np.arange(2, longest + 3, dtype=np.float64))
-    arrays = (
-        prep.t_grp.offsets, setup.t_col, setup.t_cand, prep.t_rel, pa.t_gain, scan.t_score,
-        scan.above, scan.tied, scan.first_before, scan.trec_before, np.maximum(scan.n_cand, 0),
-        pa.thresholds, pa.ops, pa.ks, pa.thr_arr, pa.gain_idx, pa.fpar, log2p,
-    )  # fmt: skip
-    out, nrel = MK.rank_from_counts(arrays, prep.ties.code, n_chunks, len(ranking))
-    kernel = KernelOutput(out, nrel, pa.thr_idx, pa.ops)
-    return ranking_part(ranking, prep, kernel, lists=False)  # exact ranks: no list is cut
-
-
-def _gauc_part(
-    plan: tuple[Metric, ...], prep: Prepared, setup: _Setup, scan: _Scan, n_chunks: int
-) -> Part:
-    """``gauc`` over every candidate of each user (non-truth candidates are negatives)."""
-
-    rows = np.maximum(scan.n_cand, 0)
-    has = rows > 0
-    groups = np.flatnonzero(has)
-    means: dict[str, float] = {}
-    details: dict[str, dict[str, Any]] = {}
-    columns: dict[str, np.ndarray] = {}
-    part = Part(means, None, details)
-    for m in plan:
-        threshold = prep.threshold_of(m)
-        relevant = prep.t_rel >= threshold
-        if prep.no_recs is NoRecs.RAISE:
-            raise_no_recs(prep, relevant, m)
-        arrays = (prep.t_grp.offsets, setup.t_cand, prep.t_rel, scan.t_score, scan.above,
-                  scan.tied, rows)  # fmt: skip
-        twice, positives = MK.gauc_counts(arrays, threshold, n_chunks)
-        pos, n = positives[groups], rows[groups]
-        neg = n - pos
-        with np.errstate(invalid="ignore", divide="ignore"):
-            auc_u = np.where((pos > 0) & (neg > 0), twice[groups] / (2.0 * pos * neg), np.nan)
-        weight = m.str_param("weight")
-        value, used, skipped = C.gauc_from_groups(auc_u, n, pos, weight)
-        if not used:
-            warn_nan(m.canonical, "no user has both a relevant and a non-relevant recommended item")
-        ok = ~np.isnan(auc_u)
-        w = C.gauc_weights(n[ok], pos[ok], weight)
-        part.sums[m.canonical] = (w * auc_u[ok], w)
-        scored = setup.t_cand
-        details[m.canonical] = {
-            "rows": int(n.sum()),
-            "positives": int(pos.sum()),
-            "truth_rows_without_score": int(np.count_nonzero(~scored)),
-            "positives_without_score": int(np.count_nonzero(relevant & ~scored)),
-            "rows_of_users_not_in_truth": 0,
-            "users_used": used,
-            "users_skipped": skipped,
-        }
-        means[m.canonical] = value
-        columns[m.canonical] = auc_u
-    kept = prep.t_grp.keys.gather(groups)
-    part.per_user = per_user_frame(kept, np.arange(groups.size), columns, prep.user_col)
-    return part
-
-
-def _pairs_prep(prep: Prepared, setup: _Setup, scan: _Scan, rel_col: str) -> Prepared:
-    """The layout of truth against the model's scores of the truth pairs (rating metrics)."""
-    scored = ~np.isnan(scan.t_score)
-    frame = prep.t_grp.frame.filter(pl.Series(scored)).select(prep.user_col, prep.item_col)
-    frame = frame.with_columns(pl.Series("score", scan.t_score[scored]))
-    r_grp = group_by_user(frame, prep.user_col)
-    u2r = match_users(prep.t_grp.keys, r_grp.keys)
-    pairs, _ = match(
-        (), prep.t_grp, r_grp, u2r, user_col=prep.user_col, item_col=prep.item_col,
-        relevance_col=rel_col, order_col="score", by_rank=False, ties=prep.ties,
-        threshold=prep.threshold, no_recs=prep.no_recs, context=prep.context,
-    )  # fmt: skip
-    return pairs
 
 
 # ------------------------------------------------------------------------------------ topk

@@ -47,14 +47,13 @@ from receval.families.contract import (
     NoRecs,
     NoRecsPolicy,
     Options,
-    Part,
     Ties,
     TiesPolicy,
     join_per_user,
     no_evaluated_message,
 )
-from receval.families.providers import PARTS
-from receval.families.ranking import prepare, ranking_part
+from receval.families.providers import family_parts
+from receval.families.ranking import prepare
 from receval.families.states import GlobalState, compact_expansions, cut_rows
 from receval.kernels.exact import parts, total
 from receval.metrics.registry import Metric, parse_metrics
@@ -185,16 +184,13 @@ def run_shard(spec: ShardSpec, truth: pl.DataFrame, recs: pl.DataFrame) -> Shard
             pair, ranking, ties=spec.ties, relevance_threshold=spec.threshold,
             no_recs=spec.no_recs, context=context,
         )  # fmt: skip
-        parts_: list[Part] = []
-        if ranking:
-            parts_.append(ranking_part(ranking, prep, kernel))
-        for family in ("classification", "rating", "beyond"):
-            chosen = tuple(m for m in plan if m.spec.family == family)
-            if not chosen or (family == "beyond" and prep.r_grp.n_users == 0):
-                continue  # beyond metrics judge recs lists: a shard without any adds nothing
-            if family == "beyond":
-                prep = with_family_tables(chosen, prep)
-            parts_.append(PARTS[family](chosen, prep))
+        chosen = plan
+        if prep.r_grp.n_users == 0:  # beyond metrics judge recs lists: a shard without any
+            chosen = tuple(m for m in plan if m.spec.family != "beyond")  # adds nothing
+        beyond = tuple(m for m in chosen if m.spec.family == "beyond")
+        if beyond:
+            prep = with_family_tables(beyond, prep)
+        parts_ = family_parts(chosen, prep, kernel)
 
     columns = per_user_metrics(plan)
     frame = join_per_user(plan, parts_, prep)

@@ -48,6 +48,7 @@ __all__ = [
     "SAMPLE_ORDER",
     "SAMPLE_PAIR",
     "Context",
+    "ExactRanks",
     "NoRecs",
     "NoRecsPolicy",
     "Options",
@@ -318,6 +319,10 @@ class Prepared:
         64-bit item keys: equal keys are equal items within a user (verified).
     context:
         What the families read besides the layout (:class:`Context`).
+    exact:
+        A model source's exact ranks (:class:`ExactRanks`), or None for recommendation
+        lists; :func:`receval.families.providers.family_parts` hands a layout that has
+        them to the exact-rank providers.
     """
 
     t_grp: Grouped
@@ -338,10 +343,36 @@ class Prepared:
     no_recs: NoRecs
     counts: Counts
     context: Context = field(default_factory=Context)
+    exact: ExactRanks | None = None
 
     def threshold_of(self, metric: Metric) -> float:
         """The relevance threshold of ``metric``: its ``rel=``, else evaluate's."""
         return metric.threshold(self.threshold)
+
+
+@dataclass(frozen=True)
+class ExactRanks:
+    """A model source's exact full-catalog ranks, counted by the scan engine
+    (:mod:`receval.engines.model`), in place of recommendation lists: what the providers of
+    :mod:`receval.families.exact` read when :attr:`Prepared.exact` holds it.
+
+    Per truth row (row ``a`` of ``Prepared.t_grp.frame``): ``t_col`` the item's column in
+    the scored catalog (-1: not in it), ``t_cand`` whether the item is one of the user's
+    candidates, ``t_score`` the model's score (NaN: not scored), ``above`` / ``tied`` the
+    candidates scored above / equal to it, ``first_before`` / ``trec_before`` the tied
+    candidates placed before it by ``ties="first"`` / ``"trec"``. Per truth user:
+    ``n_cand`` the user's candidates (-1: the model does not score the user). ``n_chunks``:
+    the kernels' work split (one chunk per thread or more)."""
+
+    t_col: np.ndarray
+    t_cand: np.ndarray
+    t_score: np.ndarray
+    above: np.ndarray
+    tied: np.ndarray
+    first_before: np.ndarray
+    trec_before: np.ndarray
+    n_cand: np.ndarray
+    n_chunks: int
 
 
 @dataclass
