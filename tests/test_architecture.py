@@ -158,6 +158,33 @@ def test_the_metric_specs_sit_below_the_grammar_and_the_catalogue(lower: str, up
     assert graph().find_shortest_chain(importer=lower, imported=upper) is None
 
 
+# Within the beyond-accuracy family (docs/architecture.md): what a call's metrics share
+# (beyond_context) sits below the item features, those below exposure and fairness, and the
+# provider (beyond) above them all; no module imports one above it, directly or not.
+BEYOND = [
+    "receval.families.beyond_context",
+    "receval.families.item_features",
+    "receval.families.exposure",
+    "receval.families.beyond",
+]
+BEYOND_BELOW = [(low, high) for i, low in enumerate(BEYOND) for high in BEYOND[i + 1 :]]
+
+
+@pytest.mark.parametrize(("lower", "upper"), BEYOND_BELOW, ids=lambda m: m.rsplit(".", 1)[-1])
+def test_the_beyond_family_modules_import_only_those_below(lower: str, upper: str) -> None:
+    assert graph().find_shortest_chain(importer=lower, imported=upper) is None
+
+
+def test_the_beyond_family_modules_are_all_ordered() -> None:
+    """Every module of families/ that the provider imports, directly or not, is one of the
+    family's ordered modules or one every family shares (the contract, the states)."""
+    g = graph()
+    shared = {"receval.families.contract", "receval.families.states"}
+    reached = g.find_upstream_modules("receval.families.beyond")
+    family = {m for m in reached if m.startswith("receval.families.")}
+    assert family - shared == set(BEYOND[:-1])
+
+
 def test_only_the_registry_imports_the_catalogue() -> None:
     importers = graph().find_modules_that_directly_import("receval.metrics.catalogue")
     assert importers == {"receval.metrics.registry"}

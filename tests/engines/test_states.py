@@ -15,8 +15,8 @@ import pytest
 
 import receval
 from receval.engines.shard import evaluate_sharded
-from receval.families.beyond import ExposureCounts
 from receval.families.contract import Part, Prepared
+from receval.families.exposure import ExposureCounts
 from receval.families.pointwise import RatingRows, ScoreHistogram
 from receval.families.providers import PARTS
 from receval.families.states import GlobalState, counts_matrix, cut_rows, state_rows

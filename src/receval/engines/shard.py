@@ -42,6 +42,7 @@ from receval.data import tables as T
 from receval.data.io import Inputs
 from receval.engines.inputs import with_family_tables
 from receval.families import beyond as B
+from receval.families.beyond_context import train_popularity
 from receval.families.contract import (
     Context,
     NoRecs,
@@ -429,7 +430,7 @@ def _local_sources(
     def popularity(data: Any) -> tuple[pl.DataFrame, int]:
         train = T.read_train(data, user_col, item_col, kind)
         assert train is not None
-        return B.train_popularity(train, user_col, item_col)
+        return train_popularity(train, user_col, item_col)
 
     def truth_range() -> tuple[float, float]:
         rel = t[spec.relevance_col].cast(pl.Float64)

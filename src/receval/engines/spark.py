@@ -69,6 +69,7 @@ from receval.engines.shard import (
     run_shard,
 )
 from receval.families import beyond as B
+from receval.families.beyond_context import train_popularity
 from receval.families.contract import Options
 from receval.families.states import GlobalState
 from receval.metrics.registry import Metric, parse_metrics
@@ -986,7 +987,7 @@ def _in_train_job(
     inputs: Inputs,
 ) -> Callable[[], tuple[int, int]]:
     """The job counting recs rows of truth users whose (user, item) pair is in train, and
-    their users (:func:`~receval.families.beyond.in_train_counts`, by semi joins); ``t``, ``r``: the
+    their users (:func:`~receval.data.tables.in_train_counts`, by semi joins); ``t``, ``r``: the
     ``__u, __i`` frames; ``train``: a Spark frame, or the local distinct pairs already read.
     Its checks (train's id types) run here, before any job."""
     from pyspark.sql import functions as F
@@ -1045,7 +1046,7 @@ def _spark_sources(
         if not is_spark_frame(train):
             local = T.read_train(train, user_col, item_col, kind, kinds)
             assert local is not None
-            return B.train_popularity(local, user_col, item_col)
+            return train_popularity(local, user_col, item_col)
         own_user, own_item = inputs.columns["train"] if inputs else (user_col, item_col)
         pairs = _spark_train(train, own_user, own_item, item_type, kinds).persist()
         try:  # distinct (user, item) pairs: users per item, and train's users
@@ -1092,7 +1093,7 @@ def _history_rows(
     and recs' ``__u, __i`` columns, so that a user's pairs hash to its shard: a Spark train is
     checked and cast as :func:`_spark_train` does; a local train (read on the driver) becomes
     a Spark frame. Users compare as the local engine compares them
-    (:func:`~receval.families.beyond.join_key_type`): integers as integers; text against
+    (:func:`~receval.data.tables.join_key_type`): integers as integers; text against
     integer users as text, so a train user such as ``"007"``, whose text is not an integer's
     decimal text, matches no user and is left out."""
     from pyspark.sql import functions as F

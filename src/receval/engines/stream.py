@@ -43,6 +43,7 @@ from receval.engines.shard import (
     run_shard,
 )
 from receval.families import beyond as B
+from receval.families.beyond_context import train_popularity
 from receval.families.contract import (
     Context,
     NoRecsPolicy,
@@ -776,7 +777,7 @@ class Evaluator:
 
         def popularity(_: Any) -> tuple[pl.DataFrame, int]:
             assert self._train is not None
-            return B.train_popularity(self._train, user_col, item_col)
+            return train_popularity(self._train, user_col, item_col)
 
         def history(_: Any) -> pl.DataFrame:
             assert self._train is not None

@@ -17,9 +17,10 @@ methods below, never by the metric it serves:
 The states themselves live with their family's provider: in
 :mod:`receval.families.pointwise`, ``ScoreHistogram`` (``auc`` and ``average_precision`` over
 rows), ``ConfusionCounts`` (thresholded rates) and ``RatingRows`` (rating metrics over rows);
-in :mod:`receval.families.beyond`, ``ExposureCounts`` (``coverage``, ``gini``, ``entropy``,
-and the items absent from train of ``novelty``, ``arp``, ``long_tail``). Sums over rows that
-are a plain mean (``logloss``) merge as exact float expansions (``Part.sums``).
+in :mod:`receval.families.exposure` (the beyond-accuracy family's), ``ExposureCounts``
+(``coverage``, ``gini``, ``entropy``, and the items absent from train of ``novelty``, ``arp``,
+``long_tail``) and ``GroupExposure`` (the exposure of item groups over every list). Sums over
+rows that are a plain mean (``logloss``) merge as exact float expansions (``Part.sums``).
 """
 
 from __future__ import annotations
